@@ -1,0 +1,136 @@
+"""The public entry point: :class:`Engine`, a set of collections with add, delete and search.
+
+Owns: the library API of contract §1 — argument checking, collection lookup and creation, and
+routing each call to its collection under the right lock. Requests and responses are the wire's
+JSON-compatible dicts, so the HTTP service is a thin shell around this class.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import TracebackType
+from typing import Any
+
+from pyroaring import BitMap
+
+from roarsearch.engine.collection import Collection
+from roarsearch.engine.request import check_collection_id, parse_search_request
+from roarsearch.errors import BadRequestError, NotFoundError
+from roarsearch.schema import check_record_id, validate_records
+
+
+class Engine:
+    """An embedded search engine holding named collections.
+
+    ``Engine()`` keeps everything in memory. ``Engine(path)`` names a data directory; until the
+    durable storage layer is wired in, data given a ``path`` is also kept in memory only and is
+    lost when the process ends.
+
+    Thread-safe: searches run concurrently, writes are serialised per collection, and a search
+    sees a write batch wholly or not at all.
+
+        >>> with Engine() as engine:
+        ...     engine.add_records("people", {"id": 2, "fName": "Alan", "lName": "Turing"})
+        ...     [r["id"] for r in engine.search({"collection": "people", "query": "turin"})["results"]]
+        {'status': 201}
+        [2]
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = None if path is None else os.fspath(path)
+        self._collections: dict[str, Collection] = {}
+        self._collections_lock = threading.Lock()
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Flush and release the data directory. Idempotent."""
+        self._closed = True
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ collections
+
+    def collections(self) -> list[str]:
+        """Names of the collections that exist (have had at least one add)."""
+        with self._collections_lock:
+            return sorted(self._collections)
+
+    def _collection(self, name: Any, *, create: bool = False) -> Collection:
+        collection_id = check_collection_id(name, "collectionId")
+        with self._collections_lock:
+            collection = self._collections.get(collection_id)
+            if collection is None:
+                if not create:
+                    raise NotFoundError(f"collection '{collection_id}' not found", field="collection")
+                collection = self._collections[collection_id] = Collection(collection_id)
+            return collection
+
+    # ------------------------------------------------------------------ writes
+
+    def add_records(self, collection: str, records: dict[str, Any] | list[dict[str, Any]]) -> dict[str, int]:
+        """Insert or replace records (one dict or a list), all or nothing.
+
+        Returns ``{"status": 201}``. Raises :class:`BadRequestError` naming the first bad record's
+        index and field; nothing of the batch is applied then.
+        """
+        check_collection_id(collection, "collectionId")
+        batch = validate_records(records)
+        target = self._collection(collection, create=True)
+        with target.lock.writing():
+            target.apply_add(batch)
+        return {"status": 201}
+
+    def delete_records(
+        self,
+        collection: str,
+        ids: list[int | str] | None = None,
+        filter: str | None = None,
+        clear: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Delete by ids (one result per id, 200 or 404, in order), by filter, or everything.
+
+        Exactly one selector is required; none is a 400, so nothing is deleted by accident.
+        """
+        chosen = [name for name, used in (("ids", ids is not None), ("filter", filter is not None), ("clear", bool(clear))) if used]
+        if not chosen:
+            raise BadRequestError(
+                "delete: give record ids, a filter, or clear=true; nothing was deleted", field="ids"
+            )
+        if len(chosen) > 1:
+            raise BadRequestError(f"delete: give only one of ids, filter or clear, got {' and '.join(chosen)}", field=chosen[1])
+        if ids is not None:
+            if not isinstance(ids, (list, tuple)):
+                raise BadRequestError("ids: must be an array of record ids", field="ids")
+            if not ids:
+                raise BadRequestError("ids: must not be empty", field="ids")
+            checked = [check_record_id(record_id, f"ids[{position}]") for position, record_id in enumerate(ids)]
+        if filter is not None and not isinstance(filter, str):
+            raise BadRequestError("filter: must be a string", field="filter")
+        if filter is not None and not filter.strip():
+            raise BadRequestError("filter: must not be empty (use clear=true to delete everything)", field="filter")
+        target = self._collection(collection)
+        with target.lock.writing():
+            if ids is not None:
+                found = target.apply_delete_ids(checked)
+                return [{"status": 200 if hit else 404, "id": record_id} for record_id, hit in zip(checked, found)]
+            docs: BitMap = target.index.alive if clear else target.filter_docs(filter or "", target.index.alive)
+            deleted = target.apply_delete_docs(docs.copy())
+        return [{"status": 200, "deleted": deleted}]
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run a search request (contract §3) and return the response (contract §4)."""
+        parsed = parse_search_request(request)
+        target = self._collection(parsed.collection)
+        with target.lock.reading():
+            return target.search(parsed, request)

@@ -1,0 +1,264 @@
+"""The search request: validation of the wire dict and its typed, defaulted form.
+
+Owns: every field of contract §3 — its type, range, default and error message — and nothing
+else. The library and the HTTP service both call :func:`parse_search_request`, so their errors are
+identical. ``null`` for a field means its default (clients often send every field).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidfuzz import process
+
+from roarsearch.errors import BadRequestError
+
+COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_COUNT = 1000
+MAX_FACET_COUNT = 10_000
+MAX_GROUP_LIMIT = 1000
+MAX_QUERY_LENGTH = 16_384
+SORT_KEY = re.compile(r"(?P<minus>-)?(?P<field>[^:]+?)(?::(?P<direction>asc|desc))?")
+
+#: Every request field of the contract, with its default.
+DEFAULTS: dict[str, Any] = {
+    "collection": None,
+    "query": "",
+    "searchFields": ["*"],
+    "fields": ["*"],
+    "filter": "",
+    "sort": [],
+    "skip": 0,
+    "count": 30,
+    "typoTolerance": 1,
+    "textFacets": [],
+    "facetCount": 100,
+    "textFacetFilters": {},
+    "numericFacets": {},
+    "numericFacetFilters": {},
+    "groupBy": None,
+    "groupCount": -1,
+    "groupLimit": 3,
+    "highlightFields": [],
+    "textFacetQuery": None,
+    "geo": None,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SortKey:
+    """One sort key: a field path (or ``_rank``) and a direction."""
+
+    field: str
+    descending: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """A validated search request with every default applied."""
+
+    collection: str
+    query: str = ""
+    search_fields: tuple[str, ...] = ("*",)
+    fields: tuple[str, ...] = ("*",)
+    filter: str = ""
+    sort: tuple[SortKey, ...] = ()
+    skip: int = 0
+    count: int = 30
+    typo_tolerance: int = 1
+    text_facets: tuple[str, ...] = ()
+    facet_count: int = 100
+    text_facet_filters: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    numeric_facets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    numeric_facet_filters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    group_by: str | None = None
+    group_count: int = -1
+    group_limit: int = 3
+    highlight_fields: tuple[str, ...] = ()
+    facet_query: str | None = None
+    facet_query_count: int = 100
+
+
+def check_collection_id(value: Any, where: str = "collection") -> str:
+    if not isinstance(value, str):
+        raise BadRequestError(f"{where}: must be a string, got {_type_name(value)}", field=where)
+    if not COLLECTION_ID.fullmatch(value):
+        raise BadRequestError(
+            f"{where}: must be 1 to 64 characters of letters, digits, '_' or '-', got {value!r}", field=where
+        )
+    return value
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _integer(body: dict[str, Any], name: str, low: int, high: int | None) -> int:
+    value = body[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise BadRequestError(f"{name}: must be an integer, got {_type_name(value)}", field=name)
+    if value < low or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise BadRequestError(f"{name}: must be {bounds}, got {value}", field=name)
+    return value
+
+
+def _string_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
+    value = body[name]
+    if isinstance(value, str):  # a lone string is a common client slip; accept it as one element
+        value = [value]
+    if not isinstance(value, list):
+        raise BadRequestError(f"{name}: must be an array of strings, got {_type_name(value)}", field=name)
+    for position, element in enumerate(value):
+        if not isinstance(element, str) or element == "":
+            raise BadRequestError(
+                f"{name}[{position}]: must be a non-empty string, got {_type_name(element)}", field=name
+            )
+    return tuple(value)
+
+
+def _string(body: dict[str, Any], name: str, limit: int = MAX_QUERY_LENGTH) -> str:
+    value = body[name]
+    if not isinstance(value, str):
+        raise BadRequestError(f"{name}: must be a string, got {_type_name(value)}", field=name)
+    if len(value.encode("utf-8", "surrogatepass")) > limit:
+        raise BadRequestError(f"{name}: must be at most {limit} bytes", field=name)
+    return value
+
+
+def _sort_keys(body: dict[str, Any]) -> tuple[SortKey, ...]:
+    keys = []
+    for position, text in enumerate(_string_list(body, "sort")):
+        match = SORT_KEY.fullmatch(text.strip())
+        if match is None or (match["minus"] and match["direction"]) or not match["field"].strip():
+            raise BadRequestError(
+                f"sort[{position}]: expected 'field', '-field', 'field:asc' or 'field:desc', got {text!r}",
+                field="sort",
+            )
+        descending = bool(match["minus"]) or match["direction"] == "desc"
+        keys.append(SortKey(match["field"].strip(), descending))
+    return tuple(keys)
+
+
+def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
+    value = body[name]
+    if not isinstance(value, dict):
+        raise BadRequestError(f"{name}: must be an object, got {_type_name(value)}", field=name)
+    return value
+
+
+def _facet_filters(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    result: dict[str, tuple[Any, ...]] = {}
+    for facet, values in _object(body, "textFacetFilters").items():
+        if not isinstance(values, list):
+            values = [values]
+        for element in values:
+            if element is None or isinstance(element, (dict, list)):
+                raise BadRequestError(
+                    f"textFacetFilters.{facet}: values must be strings, numbers or booleans, got {_type_name(element)}",
+                    field="textFacetFilters",
+                )
+        result[facet] = tuple(values)
+    return result
+
+
+def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[str, ...]]:
+    result: dict[str, tuple[str, ...]] = {}
+    for facet, intervals in _object(body, name).items():
+        if not isinstance(intervals, list):
+            raise BadRequestError(f"{name}.{facet}: must be an array of interval strings like \"[0,100)\"", field=name)
+        for position, interval in enumerate(intervals):
+            if not isinstance(interval, str):
+                raise BadRequestError(
+                    f"{name}.{facet}[{position}]: must be an interval string like \"[0,100)\", got {_type_name(interval)}",
+                    field=name,
+                )
+        result[facet] = tuple(intervals)
+    return result
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
+
+
+def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequest:
+    """Validate a wire search body and return the typed request, or raise a 400 naming the field."""
+    if not isinstance(body, dict):
+        raise BadRequestError(f"request body: must be a JSON object, got {_type_name(body)}", field="body")
+    unknown = [name for name in body if name not in DEFAULTS]
+    if unknown:
+        name = unknown[0]
+        guess = process.extractOne(str(name), list(DEFAULTS), score_cutoff=70)
+        hint = f"; did you mean '{guess[0]}'?" if guess else ""
+        raise BadRequestError(f"{name}: unknown request field{hint}", field=str(name))
+    merged = dict(DEFAULTS)
+    merged.update({name: value for name, value in body.items() if value is not None})
+    if "collection" not in body or body["collection"] is None:
+        raise BadRequestError("collection: is required", field="collection")
+    collection = check_collection_id(merged["collection"])
+    if not _is_empty(merged["geo"]):
+        raise BadRequestError("geo: geographic search is not implemented", field="geo")
+    facet_query: str | None = None
+    facet_query_count = 100
+    text_facet_query = merged["textFacetQuery"]
+    if facet_search:
+        if not isinstance(text_facet_query, dict):
+            raise BadRequestError(
+                "textFacetQuery: must be an object like {\"query\": \"ac\", \"count\": 100}", field="textFacetQuery"
+            )
+        extra = [key for key in text_facet_query if key not in ("query", "count")]
+        if extra:
+            raise BadRequestError(f"textFacetQuery.{extra[0]}: unknown field", field="textFacetQuery")
+        facet_query = text_facet_query.get("query") or ""
+        if not isinstance(facet_query, str):
+            raise BadRequestError("textFacetQuery.query: must be a string", field="textFacetQuery")
+        facet_query_count = _integer({"textFacetQuery.count": text_facet_query.get("count", 100)},
+                                     "textFacetQuery.count", 1, MAX_FACET_COUNT)
+    elif not _is_empty(text_facet_query):
+        raise BadRequestError(
+            "textFacetQuery: is only used by the facet value search route "
+            "(POST /v2/collections/{collectionId}/facet/{facetName}/query)",
+            field="textFacetQuery",
+        )
+    group_by = merged["groupBy"]
+    if group_by is not None and (not isinstance(group_by, str)):
+        raise BadRequestError(f"groupBy: must be a field name string, got {_type_name(group_by)}", field="groupBy")
+    return SearchRequest(
+        collection=collection,
+        query=_string(merged, "query"),
+        search_fields=_string_list(merged, "searchFields") or ("*",),
+        fields=_string_list(merged, "fields") or ("*",),
+        filter=_string(merged, "filter", limit=1 << 20),  # the filter parser applies its own 16 KiB limit
+        sort=_sort_keys(merged),
+        skip=_integer(merged, "skip", 0, None),
+        count=_integer(merged, "count", 0, MAX_COUNT),
+        typo_tolerance=_integer(merged, "typoTolerance", 0, 2),
+        text_facets=_string_list(merged, "textFacets"),
+        facet_count=_integer(merged, "facetCount", 0, MAX_FACET_COUNT),
+        text_facet_filters=_facet_filters(merged),
+        numeric_facets=_interval_lists(merged, "numericFacets"),
+        numeric_facet_filters=_interval_lists(merged, "numericFacetFilters"),
+        group_by=group_by or None,
+        group_count=_integer(merged, "groupCount", -1, None),
+        group_limit=_integer(merged, "groupLimit", 1, MAX_GROUP_LIMIT),
+        highlight_fields=_string_list(merged, "highlightFields"),
+        facet_query=facet_query,
+        facet_query_count=facet_query_count,
+    )

@@ -1,0 +1,264 @@
+"""Relevance: bucket sort of the match set by the contract's ranking rules, on bitmaps.
+
+Owns: the order of contract §4 — fewer typos, then query words closer together, then matches in
+earlier ``searchFields``, then exact words over prefixes, then record id ascending — and the
+``_rank`` number derived from it.
+
+Model (Meilisearch's): each rule takes a candidate bitmap and yields disjoint buckets of it, best
+first, each with its cost. Bucket sort descends rule by rule into a bucket only while it is still
+needed: a bucket wholly before ``skip`` is counted and skipped, a bucket of one doc or the last
+rule's bucket is emitted in record id order, and the walk stops once ``skip + count`` docs are
+placed, so ranking cost follows the page, not the match count. Rule costs:
+
+- typo: total typos over the words (buckets from a dynamic programme over per-word bitmaps);
+- proximity: sum over consecutive word pairs of their smallest distance in one field (positions
+  from ``FieldPostings.tokens_of``, vectorised in numpy), capped at :data:`PROXIMITY_CAP` per pair;
+- attribute: index of the earliest searched field holding any query word;
+- exactness: 0 when every word occurs as itself (not only as a typo or a longer word), else 1.
+
+``_rank`` packs the costs into one float in (0, 1]: higher is better and equal costs give equal
+ranks, so it never contradicts the order (ties are broken by record id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from pyroaring import BitMap
+
+from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
+from roarsearch.index.docstore import DocStore
+from roarsearch.query.match import WordMatcher
+from roarsearch.query.plan import WordPlan
+
+#: Largest distance counted between two consecutive query words (words farther apart, or in
+#: different fields, or in different array elements, cost this much).
+PROXIMITY_CAP = 8
+#: Bits per rule in the packed cost behind ``_rank`` (typo, proximity, attribute, exactness).
+_COST_BITS = (8, 8, 8, 8)
+
+Rule = Callable[[BitMap], Iterator[tuple[int, BitMap]]]
+
+
+def pack_costs(typo: int, proximity: int, attribute: int, exactness: int) -> float:
+    """``_rank`` for a cost tuple: 1.0 for a perfect match, lower for worse ones."""
+    packed = 0
+    for value in (typo, proximity, attribute, exactness):
+        packed = (packed << 8) | min(int(value), 255)
+    return 1.0 - packed / float(1 << 32)
+
+
+@dataclass(slots=True)
+class RelevanceRules:
+    """The ranking rules of one query, bound to its matcher and words."""
+
+    matcher: WordMatcher
+    words: list[WordPlan]
+
+    # ---------------------------------------------------------------- the rules
+
+    def typo_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
+        """Docs by total typo count: DP over words of "docs matching words[:k] within c typos"."""
+        if not self.words:
+            yield 0, candidates
+            return
+        budgets = [word.max_typos for word in self.words]
+        total = sum(budgets)
+        if total == 0:
+            yield 0, candidates
+            return
+        within = [candidates] * (total + 1)  # docs of words[:0] within c typos: all candidates
+        reached = 0
+        for word, budget in zip(self.words, budgets):
+            reached += budget
+            per_typo = [self.matcher.docs(word, t) & candidates for t in range(budget + 1)]
+            # within[c] for c past the budgets seen so far equals within[reached]: pad with it.
+            grown = [
+                BitMap.union(*[within[c - t] & per_typo[t] for t in range(min(c, budget) + 1)])
+                for c in range(reached + 1)
+            ]
+            within = grown + [grown[reached]] * (total - reached)
+        seen = BitMap()
+        for cost in range(total + 1):
+            bucket = within[cost] - seen
+            if bucket:
+                seen |= bucket
+                yield cost, bucket
+        rest = candidates - seen
+        if rest:
+            yield total, rest
+
+    def proximity_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
+        if len(self.words) < 2 or len(candidates) < 2:
+            yield 0, candidates
+            return
+        docs = array_from_bitmap(candidates)
+        costs = self.proximity_costs(docs)
+        for cost in np.unique(costs).tolist():
+            yield int(cost), bitmap_from_array(docs[costs == cost])
+
+    def attribute_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
+        fields = self.matcher.fields
+        if len(fields) < 2 or not self.words:
+            yield 0, candidates
+            return
+        remaining = candidates
+        for position, field in enumerate(fields):
+            in_field = BitMap.union(*[self.matcher.docs(word, word.max_typos, field) for word in self.words])
+            bucket = remaining & in_field
+            if bucket:
+                remaining = remaining - bucket
+                yield position, bucket
+            if not remaining:
+                return
+        if remaining:
+            yield len(fields), remaining
+
+    def exactness_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
+        if not self.words:
+            yield 0, candidates
+            return
+        exact = candidates.copy()
+        for word in self.words:
+            exact &= self.matcher.exact_docs(word)
+            if not exact:
+                break
+        if exact:
+            yield 0, exact
+        rest = candidates - exact
+        if rest:
+            yield 1, rest
+
+    def rules(self) -> list[Rule]:
+        return [self.typo_buckets, self.proximity_buckets, self.attribute_buckets, self.exactness_buckets]
+
+    # ---------------------------------------------------------------- vectorised costs
+
+    def proximity_costs(self, docs: np.ndarray) -> np.ndarray:
+        """Per doc of ``docs`` (sorted), the summed capped distance of consecutive query words."""
+        pair_count = len(self.words) - 1
+        best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
+        word_terms = [self.matcher.term_ids(word) for word in self.words]
+        for field in self.matcher.fields:
+            postings = self.matcher.index.postings.get(field)
+            if postings is None:
+                continue
+            token_docs, token_terms, token_positions = postings.tokens_of(docs)
+            if token_docs.size == 0:
+                continue
+            masks = [np.isin(token_terms, terms) for terms in word_terms]
+            for pair in range(pair_count):
+                left, right = masks[pair], masks[pair + 1]
+                distance = _pair_distance(
+                    token_docs[left], token_positions[left], token_docs[right], token_positions[right]
+                )
+                if distance is None:
+                    continue
+                pair_docs, pair_best = distance
+                slots = np.searchsorted(docs, pair_docs)
+                np.minimum.at(best[pair], slots, pair_best)
+        return best.sum(axis=0)
+
+    def all_costs(self, candidates: BitMap) -> tuple[np.ndarray, np.ndarray]:
+        """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
+        docs = array_from_bitmap(candidates)
+        costs = np.zeros((4, docs.size), dtype=np.int64)
+        for row, rule in enumerate((self.typo_buckets, None, self.attribute_buckets, self.exactness_buckets)):
+            if rule is None:
+                if len(self.words) >= 2 and docs.size:
+                    costs[1] = self.proximity_costs(docs)
+                continue
+            for cost, bucket in rule(candidates):
+                if cost:
+                    costs[row, np.searchsorted(docs, array_from_bitmap(bucket))] = cost
+        packed = np.zeros(docs.size, dtype=np.int64)
+        for row in range(4):
+            packed = (packed << 8) | np.minimum(costs[row], 255)
+        return docs, packed
+
+
+def _pair_distance(
+    left_docs: np.ndarray, left_positions: np.ndarray, right_docs: np.ndarray, right_positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Smallest distance per doc between a left-word token and a right-word token (vectorised).
+
+    Tokens of both words are merged in (doc, position) order; only neighbours in that order can be
+    closest. In reading order the distance is the position difference; reversed costs one more.
+    """
+    if left_docs.size == 0 or right_docs.size == 0:
+        return None
+    docs = np.concatenate((left_docs, right_docs)).astype(np.int64)
+    positions = np.concatenate((left_positions, right_positions)).astype(np.int64)
+    is_right = np.concatenate((np.zeros(left_docs.size, bool), np.ones(right_docs.size, bool)))
+    order = np.lexsort((is_right, positions, docs))
+    docs, positions, is_right = docs[order], positions[order], is_right[order]
+    neighbour = (docs[1:] == docs[:-1]) & (is_right[1:] != is_right[:-1])
+    if not neighbour.any():
+        return None
+    gap = positions[1:] - positions[:-1]
+    # A right word after a left word reads in order; a left word after a right word is reversed.
+    distance = np.where(is_right[1:], gap, gap + 1)
+    distance = np.maximum(distance, 1)[neighbour]
+    pair_docs = docs[1:][neighbour]
+    order = np.lexsort((distance, pair_docs))
+    pair_docs, distance = pair_docs[order], distance[order]
+    first = np.concatenate(([True], pair_docs[1:] != pair_docs[:-1]))
+    return pair_docs[first], np.minimum(distance[first] - 1, PROXIMITY_CAP)
+
+
+def order_by_id(docstore: DocStore, bucket: BitMap, start: int, stop: int) -> list[int]:
+    """Docs ``start:stop`` of ``bucket`` in record id order."""
+    rank = docstore.id_rank()
+    if rank is None:  # doc order is record id order: slice the bitmap directly
+        return list(bucket[start:stop]) if start < stop else []
+    docs = array_from_bitmap(bucket)
+    keys = rank[docs]
+    if stop < docs.size // 4:
+        top = np.argpartition(keys, stop - 1)[:stop] if stop else np.empty(0, np.int64)
+        top = top[np.argsort(keys[top], kind="stable")]
+    else:
+        top = np.argsort(keys, kind="stable")
+    return docs[top[start:stop]].tolist()
+
+
+def bucket_sort(
+    candidates: BitMap, rules: list[Rule], docstore: DocStore, skip: int, count: int
+) -> list[tuple[int, tuple[int, ...]]]:
+    """The docs of page ``skip:skip+count`` of ``candidates`` with their rule costs."""
+    placed: list[tuple[int, tuple[int, ...]]] = []
+    skipped = 0
+    # Iterative depth-first walk; each stack frame is (depth, costs so far, bucket iterator).
+    stack: list[tuple[int, tuple[int, ...], Iterator[tuple[int, BitMap]]]] = []
+
+    def place(bucket: BitMap, costs: tuple[int, ...]) -> None:
+        nonlocal skipped
+        start = skip - skipped
+        stop = start + (count - len(placed))
+        ordered = order_by_id(docstore, bucket, max(start, 0), min(stop, len(bucket)))
+        skipped += min(len(bucket), max(start, 0))
+        padded = costs + (0,) * (len(rules) - len(costs))
+        placed.extend((doc, padded) for doc in ordered)
+
+    def visit(bucket: BitMap, depth: int, costs: tuple[int, ...]) -> None:
+        nonlocal skipped
+        if skipped + len(bucket) <= skip:
+            skipped += len(bucket)
+        elif depth == len(rules) or len(bucket) == 1:
+            place(bucket, costs)
+        else:
+            stack.append((depth, costs, rules[depth](bucket)))
+
+    if count == 0 or not candidates:
+        return placed
+    visit(candidates, 0, ())
+    while stack and len(placed) < count:
+        depth, costs, buckets = stack[-1]
+        step = next(buckets, None)
+        if step is None:
+            stack.pop()
+            continue
+        cost, bucket = step
+        visit(bucket, depth + 1, costs + (cost,))
+    return placed

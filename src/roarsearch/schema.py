@@ -1,0 +1,180 @@
+"""Records: validation and flattening into dotted field paths.
+
+Owns: what a valid record is (contract §2) and how a record's nested values become the leaves
+that the index stores. No bitmaps, no I/O.
+
+A record is a JSON object with an ``id`` (signed 64-bit integer or a non-empty string of at most
+512 UTF-8 bytes). Other fields hold strings, numbers, booleans, null, arrays of these and nested
+objects; nested keys are addressed with dots (``address.city``) and arrays are multi-valued.
+Validation is all-or-nothing over a batch: the first problem raises a 400 naming the record's
+index in the batch and the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from roarsearch.errors import BadRequestError
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+MAX_ID_BYTES = 512
+#: Nesting deeper than this is almost certainly a bug in the caller; refusing it keeps flattening bounded.
+MAX_DEPTH = 32
+
+RecordId = int | str
+
+
+def check_record_id(value: Any, where: str) -> RecordId:
+    """Return ``value`` if it is a valid record id, else raise a 400 that names ``where``."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise BadRequestError(
+            f"{where}: must be an integer or a non-empty string, got {_type_name(value)}", field="id"
+        )
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise BadRequestError(f"{where}: integer {value} is outside the signed 64-bit range", field="id")
+        return value
+    if value == "":
+        raise BadRequestError(f"{where}: must not be an empty string", field="id")
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        raise BadRequestError(f"{where}: string ids are at most {MAX_ID_BYTES} bytes", field="id")
+    return value
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _check_value(value: Any, where: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise BadRequestError(f"{where}: nested deeper than {MAX_DEPTH} levels", field=where)
+    if value is None or isinstance(value, (str, bool)):
+        return
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise BadRequestError(f"{where}: integer {value} is outside the signed 64-bit range", field=where)
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise BadRequestError(f"{where}: numbers must be finite, got {value}", field=where)
+        return
+    if isinstance(value, (list, tuple)):
+        for position, element in enumerate(value):
+            _check_value(element, f"{where}[{position}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, element in value.items():
+            if not isinstance(key, str) or key == "":
+                raise BadRequestError(f"{where}: field names must be non-empty strings, got {key!r}", field=where)
+            _check_value(element, f"{where}.{key}", depth + 1)
+        return
+    raise BadRequestError(f"{where}: unsupported value of type {_type_name(value)}", field=where)
+
+
+def validate_records(records: Any) -> list[dict[str, Any]]:
+    """Validate an add payload (one record or a list) and return the list of records.
+
+    Raises :class:`BadRequestError` for the first problem, naming ``records[i]`` and the field;
+    nothing is returned (and so nothing is written) when any record is invalid.
+    """
+    if isinstance(records, dict):
+        batch = [records]
+    elif isinstance(records, (list, tuple)):
+        batch = list(records)
+    else:
+        raise BadRequestError(
+            f"records: must be a JSON object or an array of objects, got {_type_name(records)}", field="records"
+        )
+    if not batch:
+        raise BadRequestError("records: must not be empty", field="records")
+    for index, record in enumerate(batch):
+        where = f"records[{index}]"
+        if not isinstance(record, dict):
+            raise BadRequestError(f"{where}: must be a JSON object, got {_type_name(record)}", field="records")
+        if "id" not in record:
+            raise BadRequestError(f"{where}.id: is required", field="id")
+        check_record_id(record["id"], f"{where}.id")
+        for key, value in record.items():
+            if not isinstance(key, str) or key == "":
+                raise BadRequestError(f"{where}: field names must be non-empty strings, got {key!r}", field="records")
+            if key != "id":
+                _check_value(value, f"{where}.{key}", 1)
+    return batch
+
+
+def iter_leaves(record: dict[str, Any]) -> Iterator[tuple[str, int, Any]]:
+    """Yield ``(path, element, value)`` for every scalar leaf of a validated record except ``id``.
+
+    ``element`` numbers the values of one path in order (0 for a plain value, the running index
+    for array elements and for values reached through arrays of objects), so that positions of
+    different elements can be kept apart. ``null`` leaves are skipped: a null field is absent.
+
+    >>> list(iter_leaves({"id": 1, "a": {"b": ["x", "y"]}, "n": None}))
+    [('a.b', 0, 'x'), ('a.b', 1, 'y')]
+    """
+    counters: dict[str, int] = {}
+    stack: list[tuple[str, Any]] = [(key, value) for key, value in reversed(record.items()) if key != "id"]
+    while stack:
+        path, value = stack.pop()
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{key}", element) for key, element in reversed(value.items()))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((path, element) for element in reversed(value))
+        else:
+            element = counters.get(path, 0)
+            counters[path] = element + 1
+            yield path, element, value
+
+
+def project(record: dict[str, Any], paths: list[str]) -> dict[str, Any]:
+    """Keep only ``paths`` (dotted) of ``record``, preserving nesting; ``id`` is always kept.
+
+    >>> project({"id": 1, "a": {"b": 2, "c": 3}, "d": 4}, ["a.b"])
+    {'id': 1, 'a': {'b': 2}}
+    """
+    result: dict[str, Any] = {"id": record["id"]}
+    for path in paths:
+        _copy_path(record, result, path.split("."))
+    return result
+
+
+def _copy_path(source: Any, target: dict[str, Any], parts: list[str]) -> None:
+    head, rest = parts[0], parts[1:]
+    if not isinstance(source, dict) or head not in source:
+        return
+    value = source[head]
+    if not rest:
+        target[head] = value
+        return
+    if isinstance(value, dict):
+        child = target.setdefault(head, {})
+        if isinstance(child, dict):
+            _copy_path(value, child, rest)
+    elif isinstance(value, list):
+        # An array of objects: keep, element by element, the sub-path of each object.
+        projected = []
+        for element in value:
+            if isinstance(element, dict):
+                holder: dict[str, Any] = {}
+                _copy_path(element, holder, rest)
+                if holder:
+                    projected.append(holder)
+        if projected:
+            target[head] = projected
