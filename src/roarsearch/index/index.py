@@ -62,6 +62,8 @@ class Index:
         self.lexicon = Lexicon()
         self.postings: dict[str, FieldPostings] = {}
         self.columns: dict[str, FieldColumns] = {}
+        #: Fields that ever held a string, in order of first appearance (record by record): ``*``.
+        self._text_fields: list[str] = []
         #: Incremented by every write; caches derived from the index key on it.
         self.generation = 0
         self._prefix_cache: dict[tuple[str, str], BitMap] = {}
@@ -73,6 +75,7 @@ class Index:
         """Insert or replace validated records (the last of repeated ids wins)."""
         new_docs, _replaced = self.docs.add(records)
         by_field: dict[str, _BatchFields] = {}
+        first_texts: list[str] = []
         for doc, record in zip(new_docs.tolist(), records):
             for path, element, value in iter_leaves(record):
                 fields = by_field.get(path)
@@ -80,6 +83,8 @@ class Index:
                     fields = by_field[path] = _BatchFields()
                 fields.present.append(doc)
                 if isinstance(value, str):
+                    if not fields.texts:
+                        first_texts.append(path)
                     fields.text_docs.append(doc)
                     fields.text_positions.append(element * ELEMENT_POSITION_GAP)
                     fields.texts.append(value)
@@ -94,6 +99,8 @@ class Index:
                     fields.numbers.append(float(value))
         for path, fields in by_field.items():
             self._add_field(path, fields)
+        known = set(self._text_fields)
+        self._text_fields.extend(path for path in first_texts if path not in known)
         self.generation += 1
 
     def _add_field(self, path: str, fields: _BatchFields) -> None:
@@ -143,8 +150,8 @@ class Index:
         return self.docs.alive
 
     def text_fields(self) -> list[str]:
-        """Fields that hold searchable text, in first-seen order (the order of ``*``)."""
-        return [path for path in self.postings]
+        """Fields that ever held a string, in order of first appearance (the order of ``*``)."""
+        return self._text_fields
 
     def field_docs(self, path: str, term_ids: list[int]) -> BitMap:
         postings = self.postings.get(path)

@@ -1,0 +1,134 @@
+"""A brute-force reference model of roarsearch's matching and ranking (contract §3–§4).
+
+This module tests nothing by itself: it is the oracle the property tests compare the engine with.
+It keeps records as plain dicts and answers every query by looking at every token of every
+record, with the same analyzer as the engine and rapidfuzz's OSA distance — no index, no bitmaps,
+no shortcuts — so that a disagreement points at the engine's data structures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidfuzz.distance import OSA
+
+from roarsearch.analysis.analyzer import analyze
+from roarsearch.schema import iter_leaves
+
+PROXIMITY_CAP = 8
+ELEMENT_GAP = 1024
+
+
+def allowed_typos(word: str, tolerance: int) -> int:
+    if tolerance <= 0 or len(word) < 4 or any(ch.isdigit() for ch in word):
+        return 0
+    return min(1, tolerance) if len(word) < 8 else min(2, tolerance)
+
+
+def id_key(record_id: Any) -> tuple[int, Any]:
+    return (1, record_id) if isinstance(record_id, str) else (0, record_id)
+
+
+def word_typos(word: str, token: str, budget: int, is_prefix: bool) -> int | None:
+    """Typos with which ``token`` matches query ``word`` (None when it does not match)."""
+    best: int | None = None
+    if token == word:
+        return 0
+    if is_prefix and token.startswith(word):
+        return 0
+    if budget:
+        distance = OSA.distance(word, token)
+        if distance <= budget:
+            best = distance
+        if is_prefix:
+            for cut in range(max(0, len(word) - budget), min(len(token), len(word) + budget) + 1):
+                distance = OSA.distance(word, token[:cut])
+                if distance <= budget and (best is None or distance < best):
+                    best = distance
+    return best
+
+
+@dataclass
+class ReferenceModel:
+    records: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    text_fields: list[str] = field(default_factory=list)  # first-seen order, deletes do not forget
+
+    def add(self, records: list[dict[str, Any]]) -> None:
+        for record in records:
+            self.records[record["id"]] = record
+            for path, _element, value in iter_leaves(record):
+                if isinstance(value, str) and path not in self.text_fields:
+                    self.text_fields.append(path)
+
+    def delete(self, ids: list[Any]) -> list[bool]:
+        return [self.records.pop(record_id, None) is not None for record_id in ids]
+
+    def tokens(self, record: dict[str, Any], fields: list[str]) -> dict[str, list[tuple[str, int]]]:
+        by_field: dict[str, list[tuple[str, int]]] = {name: [] for name in fields}
+        for path, element, value in iter_leaves(record):
+            if path in by_field and isinstance(value, str):
+                by_field[path].extend((token, element * ELEMENT_GAP + pos) for pos, token in enumerate(analyze(value)))
+        return by_field
+
+    def search(self, query: str, search_fields: list[str] | None = None, typo_tolerance: int = 1,
+               skip: int = 0, count: int = 30, universe: set[Any] | None = None) -> tuple[int, list[Any]]:
+        """(totalHits, ids of the page) as the contract orders them."""
+        fields: list[str] = []
+        for name in search_fields or ["*"]:
+            for candidate in (self.text_fields if name == "*" else [name]):
+                if candidate not in fields:
+                    fields.append(candidate)
+        words = analyze(query)
+        pool = [r for r in self.records.values() if universe is None or r["id"] in universe]
+        if not words:
+            ordered = sorted(pool, key=lambda r: id_key(r["id"]))
+            return len(ordered), [r["id"] for r in ordered[skip:skip + count]]
+        budgets = [allowed_typos(word, typo_tolerance) for word in words]
+        analysed = {r["id"]: self.tokens(r, fields) for r in pool}
+
+        def per_word(record_id: Any, kept: int) -> list[dict[str, list[tuple[int, int]]]] | None:
+            """For each kept word: field → [(position, typos)] of matching tokens; None if a word misses."""
+            result = []
+            for index in range(kept):
+                word, budget = words[index], budgets[index]
+                is_prefix = index == len(words) - 1
+                hits: dict[str, list[tuple[int, int]]] = {}
+                for name, tokens in analysed[record_id].items():
+                    for token, position in tokens:
+                        typos = word_typos(word, token, budget, is_prefix)
+                        if typos is not None:
+                            hits.setdefault(name, []).append((position, typos))
+                if not hits:
+                    return None
+                result.append(hits)
+            return result
+
+        for kept in range(len(words), 0, -1):
+            matches = {}
+            for record in pool:
+                hits = per_word(record["id"], kept)
+                if hits is not None:
+                    matches[record["id"]] = hits
+            if matches or kept == 1:
+                break
+        keyed = []
+        for record_id, hits in matches.items():
+            typo = sum(min(t for positions in word.values() for _, t in positions) for word in hits)
+            proximity = 0
+            for left, right in zip(hits, hits[1:]):
+                best = PROXIMITY_CAP
+                for name in left:
+                    for pa, _ in left[name]:
+                        for pb, _ in right.get(name, []):
+                            distance = max(pb - pa, 1) if pb >= pa else pa - pb + 1
+                            best = min(best, distance - 1)
+                proximity += best
+            attribute = min(fields.index(name) for word in hits for name in word) if len(fields) > 1 else 0
+            exact = 0
+            for index, word in enumerate(words[:kept]):
+                if not any(token == word for tokens in analysed[record_id].values() for token, _ in tokens):
+                    exact = 1
+            keyed.append(((typo, proximity, attribute, exact), id_key(record_id), record_id))
+        keyed.sort()
+        return len(keyed), [record_id for _, _, record_id in keyed[skip:skip + count]]
