@@ -3,8 +3,9 @@
 Owns: concurrency (many searches at once; one write at a time; a search sees a batch wholly or
 not at all) and the order of the search stages:
 
-    universe (alive docs) → filters → words → match set (drop-words fallback) → facets
-    → order (relevance bucket sort, or explicit sort) → groups → page → records
+    universe (alive docs) → filter → facet filters → words → match set (drop-words fallback)
+    → facets (each disjunctive in its own filter) → order (relevance bucket sort or explicit
+    sort) → groups → page → records (projected, ranked, highlighted)
 
 Each stage lives in its own module; this file only wires them.
 """
@@ -23,8 +24,10 @@ from roarsearch.engine.request import SearchRequest
 from roarsearch.errors import BadRequestError
 from roarsearch.index.index import Index
 from roarsearch.query.match import WordMatcher, match_words
-from roarsearch.query.plan import plan_words, resolve_search_fields
+from roarsearch.query.plan import WordPlan, plan_words, resolve_search_fields
 from roarsearch.ranking.bucket_sort import RelevanceRules, bucket_sort, pack_costs
+from roarsearch.ranking.highlight import Highlighter
+from roarsearch.ranking.sort import sort_page
 from roarsearch.schema import RecordId, project
 
 
@@ -107,46 +110,128 @@ class Collection:
 
     def search(self, request: SearchRequest, body: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
-        _reject_unimplemented(request)
         index = self.index
+        # 1. Universe: alive docs narrowed by the filter expression.
         universe = self.filter_docs(request.filter, index.alive)
-
+        # 2. Facet filters, one bitmap per field so that each facet can leave its own out.
+        facet_filters = _facet_filter_docs(index, request)
+        filtered = universe
+        for docs in facet_filters.values():
+            filtered = filtered & docs
+        # 3. Words → match set (dropping words from the end while nothing matches).
         fields = resolve_search_fields(request.search_fields, index.text_fields())
         words = plan_words(index.lexicon, request.query, request.typo_tolerance)
         matcher = WordMatcher(index, fields)
-        candidates, kept_words = match_words(matcher, words, universe)
-        rules = RelevanceRules(matcher, kept_words)
+        candidates, kept_words = match_words(matcher, words, filtered)
+        relevance = RelevanceRules(matcher, kept_words)
+        # 4. Facets over the match set, each disjunctive in its own filter.
+        text_facets, numeric_facets = self._facets(request, matcher, kept_words, universe, facet_filters, candidates)
+        # 5. Order, page, groups.
+        ranked = bool(kept_words)
 
-        page = bucket_sort(candidates, rules.rules(), index.docs, request.skip, request.count)
-        results = [self._result(doc, costs, request, bool(kept_words)) for doc, costs in page]
+        def rank_page(docs: BitMap, skip: int, count: int) -> list[tuple[int, float]]:
+            if request.sort:
+                page = sort_page(index, docs, request.sort, relevance if ranked else None, skip, count)
+                return [(doc, 1.0 - cost / float(1 << 32)) for doc, cost in page]
+            return [(doc, pack_costs(*costs) if ranked else 1.0)
+                    for doc, costs in bucket_sort(docs, relevance.rules(), index.docs, skip, count)]
+
+        highlighter = Highlighter(index.lexicon, kept_words) if request.highlight_fields else None
+        if request.group_by is not None:
+            from roarsearch.facets.groups import group_results
+
+            group_count = request.count if request.group_count == -1 else request.group_count
+            ranks: dict[int, float] = {}
+
+            def rank_docs(docs: BitMap, skip: int, count: int) -> list[int]:
+                page = rank_page(docs, skip, count)
+                ranks.update(page)
+                return [doc for doc, _ in page]
+
+            groups = group_results(index.columns.get(request.group_by), candidates, rank_docs,
+                                   request.skip, group_count, request.group_limit)
+            results: list[dict[str, Any]] = [
+                {"value": value, "totalHits": total,
+                 "results": [self._result(doc, ranks[doc], request, highlighter) for doc in docs]}
+                for value, total, docs in groups
+            ]
+        else:
+            results = [self._result(doc, rank, request, highlighter)
+                       for doc, rank in rank_page(candidates, request.skip, request.count)]
         return {
             "query": body,
             "results": results,
-            "textFacets": [],
-            "numericFacets": [],
+            "textFacets": text_facets,
+            "numericFacets": numeric_facets,
             "totalHits": len(candidates),
             "responseTime": int(round((time.perf_counter() - started) * 1000)),
         }
 
-    def _result(self, doc: int, costs: tuple[int, ...], request: SearchRequest, ranked: bool) -> dict[str, Any]:
+    def _facets(
+        self,
+        request: SearchRequest,
+        matcher: WordMatcher,
+        kept_words: list[WordPlan],
+        universe: BitMap,
+        facet_filters: dict[str, BitMap],
+        candidates: BitMap,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        if not request.text_facets and not request.numeric_facets:
+            return [], []
+        from roarsearch.facets.numeric import numeric_facet, parse_interval
+        from roarsearch.facets.text import count_text_facet
+
+        word_docs: BitMap | None = None
+
+        def disjunctive(field: str) -> BitMap:
+            """The match set with every facet filter but ``field``'s own."""
+            nonlocal word_docs
+            if field not in facet_filters:
+                return candidates
+            if word_docs is None:
+                word_docs, _ = match_words(matcher, kept_words, universe) if kept_words else (universe, [])
+                word_docs = word_docs & universe
+            docs = word_docs
+            for other, other_docs in facet_filters.items():
+                if other != field:
+                    docs = docs & other_docs
+            return docs
+
+        columns = self.index.columns
+        text_facets = [
+            {"field": field, "values": count_text_facet(columns.get(field), disjunctive(field), request.facet_count)}
+            for field in request.text_facets
+        ]
+        numeric_facets = []
+        for field, intervals in request.numeric_facets.items():
+            parsed = [parse_interval(text, f"numericFacets.{field}[{position}]") for position, text in enumerate(intervals)]
+            numeric_facets.append(numeric_facet(field, columns.get(field), disjunctive(field), parsed))
+        return text_facets, numeric_facets
+
+    def _result(self, doc: int, rank: float, request: SearchRequest, highlighter: "Highlighter | None") -> dict[str, Any]:
         record = self.index.docs.record(doc)
         if "*" not in request.fields:
-            record = project(record, list(request.fields))
-        record["_rank"] = pack_costs(*costs) if ranked else 1.0
-        return record
+            shown = project(record, list(request.fields))
+        else:
+            shown = record
+        shown["_rank"] = rank
+        if highlighter is not None:
+            shown["_highlights"] = highlighter.highlights(record, request.highlight_fields)
+        return shown
 
 
-def _reject_unimplemented(request: SearchRequest) -> None:
-    """A request using a feature this build cannot serve gets a 400 that says so, never a wrong answer."""
-    pending = {
-        "sort": bool(request.sort),
-        "textFacets": bool(request.text_facets),
-        "textFacetFilters": bool(request.text_facet_filters),
-        "numericFacets": bool(request.numeric_facets),
-        "numericFacetFilters": bool(request.numeric_facet_filters),
-        "groupBy": request.group_by is not None,
-        "highlightFields": bool(request.highlight_fields),
-    }
-    for name, used in pending.items():
-        if used:
-            raise BadRequestError(f"{name}: is not implemented yet", field=name)
+def _facet_filter_docs(index: Index, request: SearchRequest) -> dict[str, BitMap]:
+    """Per field, the docs its textFacetFilters and numericFacetFilters entries select (ANDed)."""
+    if not request.text_facet_filters and not request.numeric_facet_filters:
+        return {}
+    from roarsearch.facets.filters import numeric_facet_filter_docs, text_facet_filter_docs
+
+    selected: dict[str, BitMap] = {}
+    for field, values in request.text_facet_filters.items():
+        if values:
+            selected[field] = text_facet_filter_docs(index, field, values)
+    for field, intervals in request.numeric_facet_filters.items():
+        if intervals:
+            docs = numeric_facet_filter_docs(index, field, intervals, f"numericFacetFilters.{field}")
+            selected[field] = selected[field] & docs if field in selected else docs
+    return selected

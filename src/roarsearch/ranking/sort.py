@@ -1,0 +1,114 @@
+"""Explicit sort: ``field``, ``-field``, ``field:asc|desc`` and ``_rank`` keys over numpy columns.
+
+Owns: the order of a request with ``sort``. Keys apply in turn; relevance breaks the remaining ties
+(unless ``_rank`` is itself a key, which places it among them), then record id ascending.
+
+Per key and doc: a number when the field has one (the smallest value of an array when ascending,
+the largest when descending), else its string (by folded text), else nothing. Ascending puts
+numbers before strings; descending puts strings before numbers; records lacking the field come
+last in both directions.
+
+Top-k: the first key is partitioned with ``numpy.partition`` so only the docs that can reach
+page ``skip + count`` (ties at the cut included) are fully sorted with ``numpy.lexsort``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pyroaring import BitMap
+
+from roarsearch.engine.request import SortKey
+from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
+from roarsearch.index.index import Index
+from roarsearch.ranking.bucket_sort import RelevanceRules
+
+RANK_KEY = "_rank"
+_MISSING = 2.0
+
+
+def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(class, value) per doc, both ascending-is-better: class 0/1 = number/string (swapped when
+    descending), 2 = missing; value negated when descending."""
+    kind = np.full(docs.size, _MISSING)
+    value = np.zeros(docs.size)
+    columns = index.columns.get(field)
+    if columns is None:
+        return kind, value
+    if columns.values is not None:
+        first = columns.values.first.data
+        in_range = docs < first.size
+        value_ids = np.full(docs.size, -1, dtype=np.int64)
+        value_ids[in_range] = first[docs[in_range]]
+        has_string = value_ids >= 0
+        if has_string.any():
+            rank = columns.values.fold_rank().astype(np.float64)
+            kind[has_string] = 0.0 if descending else 1.0
+            value[has_string] = rank[value_ids[has_string]]
+    if columns.numeric is not None:
+        source = columns.numeric.maximum.data if descending else columns.numeric.minimum.data
+        numbers = np.full(docs.size, np.nan)
+        in_range = docs < source.size
+        numbers[in_range] = source[docs[in_range]]
+        has_number = ~np.isnan(numbers)
+        kind[has_number] = 1.0 if descending else 0.0
+        value[has_number] = numbers[has_number]
+    if descending:
+        value = -value
+    return kind, value
+
+
+def sort_page(
+    index: Index,
+    candidates: BitMap,
+    keys: tuple[SortKey, ...],
+    relevance: RelevanceRules | None,
+    skip: int,
+    count: int,
+) -> list[tuple[int, int]]:
+    """Docs of page ``skip:skip+count`` in sort order, each with its packed relevance cost (0 when none)."""
+    docs = array_from_bitmap(candidates)
+    if docs.size == 0 or count == 0 or skip >= docs.size:
+        return []
+    wanted = min(skip + count, docs.size)
+    costs: np.ndarray | None = None
+
+    def relevance_costs(subset: np.ndarray) -> np.ndarray:
+        if relevance is None or not relevance.words:
+            return np.zeros(subset.size, dtype=np.int64)
+        ordered_docs, packed = relevance.all_costs(bitmap_from_array(subset))
+        return packed[np.searchsorted(ordered_docs, subset)]
+
+    # Narrow to the docs that can reach the page using the first key alone.
+    first = keys[0]
+    if first.field == RANK_KEY:
+        costs = relevance_costs(docs)
+        primary: np.ndarray | None = (-costs if not first.descending else costs).astype(np.float64)
+    else:
+        kind, value = _field_keys(index, first.field, docs, first.descending)
+        # One float that orders like (class, value): classes are spaced wider than all values.
+        spread = float(np.abs(value).max()) * 2.0 + 1.0
+        primary = kind * spread + value if np.isfinite(spread * 3) else None
+    if wanted < docs.size and primary is not None:
+        cut = np.partition(primary, wanted - 1)[wanted - 1]
+        keep = primary <= cut
+        docs, primary = docs[keep], primary[keep]
+        if costs is not None:
+            costs = costs[keep]
+
+    columns: list[np.ndarray] = []
+    for key in keys:
+        if key.field == RANK_KEY:
+            if costs is None:
+                costs = relevance_costs(docs)
+            columns.append(-costs if not key.descending else costs)
+        else:
+            kind, value = _field_keys(index, key.field, docs, key.descending)
+            columns.extend((kind, value))
+    if costs is None:
+        costs = relevance_costs(docs)
+    columns.append(costs)  # relevance breaks ties: lower packed cost is better
+    id_rank = index.docs.id_rank()
+    columns.append(id_rank[docs] if id_rank is not None else docs.astype(np.int64))
+    order = np.lexsort(tuple(reversed(columns)))
+    page = order[skip:wanted]
+    return list(zip(docs[page].tolist(), costs[page].tolist()))
