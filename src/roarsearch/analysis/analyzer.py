@@ -9,8 +9,13 @@ Callers: ``index.writer`` (batch form), ``engine`` and ``ranking`` (single form)
 
 from __future__ import annotations
 
+import re
+from itertools import compress
+
+import numpy as np
+
 from roarsearch.analysis.normalize import fold
-from roarsearch.analysis.tokenize import split_words
+from roarsearch.analysis.tokenize import TOKEN_PATTERN, split_words
 
 #: Separates values in a joined batch. NUL survives folding unchanged and is never part of a token.
 _VALUE_SEPARATOR = "\x00"
@@ -29,6 +34,10 @@ def analyze(text: str) -> list[str]:
 
 #: ASCII punctuation, symbols, controls and underscore → space; letters and digits stay.
 _ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+#: The same as a 256-byte table for ``bytes.translate`` (NUL kept: it separates values).
+_ASCII_BYTE_TABLE = bytes(c if (c < 128 and chr(c).isalnum()) or c == 0 else 32 for c in range(256))
+#: A token, or the value separator as a token of its own.
+_TOKEN_OR_SEPARATOR = re.compile(TOKEN_PATTERN.pattern + "|\x00")
 
 
 def _analyze_ascii(text: str) -> list[str]:
@@ -40,14 +49,58 @@ def _analyze_ascii(text: str) -> list[str]:
 def analyze_many(texts: list[str]) -> list[list[str]]:
     """:func:`analyze` for many values at once; same result as ``[analyze(t) for t in texts]``.
 
-    Ingest's hot path: when the whole batch is ASCII it is lowered, split and translated as one
-    string; otherwise each value takes the ASCII fast path or the general path on its own.
+    Ingest's hot path: the batch is joined and folded as one string (folding works character by
+    character, so nothing crosses a value boundary), split back, and each value that is ASCII
+    after folding — nearly all Latin-script text — is split with ``translate`` + ``split`` in C.
     """
     if not texts:
         return []
     joined = _VALUE_SEPARATOR.join(texts)
-    if joined.isascii() and joined.count(_VALUE_SEPARATOR) == len(texts) - 1:
-        values = joined.lower().split(_VALUE_SEPARATOR)
-        table = _ASCII_SEPARATORS
-        return [value.translate(table).split() for value in values]
-    return [_analyze_ascii(text) if text.isascii() else analyze(text) for text in texts]
+    if joined.count(_VALUE_SEPARATOR) != len(texts) - 1:  # a value contains NUL: no safe join
+        return [analyze(text) for text in texts]
+    table = _ASCII_SEPARATORS
+    if joined.isascii():
+        return [value.translate(table).split() for value in joined.lower().split(_VALUE_SEPARATOR)]
+    findall = TOKEN_PATTERN.findall
+    return [
+        value.translate(table).split() if value.isascii() else findall(value)
+        for value in fold(joined).split(_VALUE_SEPARATOR)
+    ]
+
+
+def analyze_batch(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """All tokens of many values at once: ``(tokens, value index, position)``, one entry per token.
+
+    Equivalent to enumerating ``analyze_many(texts)``, but the whole batch is folded, split and
+    numbered in a handful of C calls: values are joined with NUL, the NUL survives as a token of
+    its own, and numpy turns the NUL marks into value indexes and positions.
+    """
+    empty = np.empty(0, dtype=np.int64)
+    if not texts:
+        return [], empty, empty
+    joined = _VALUE_SEPARATOR.join(texts)
+    if joined.count(_VALUE_SEPARATOR) != len(texts) - 1:  # a value contains NUL: no safe join
+        return _enumerate(analyze_many(texts))
+    if joined.isascii():
+        spaced = joined.lower().encode("ascii").translate(_ASCII_BYTE_TABLE).decode("ascii")
+        tokens = spaced.replace(_VALUE_SEPARATOR, " \x00 ").split()
+    else:
+        folded = fold(joined)
+        if folded.isascii():
+            spaced = folded.encode("ascii").translate(_ASCII_BYTE_TABLE).decode("ascii")
+            tokens = spaced.replace(_VALUE_SEPARATOR, " \x00 ").split()
+        else:
+            tokens = _TOKEN_OR_SEPARATOR.findall(folded)
+    is_separator = np.fromiter(map(_VALUE_SEPARATOR.__eq__, tokens), dtype=bool, count=len(tokens))
+    value_index = np.cumsum(is_separator)[~is_separator]
+    words = list(compress(tokens, ~is_separator))
+    position = np.arange(value_index.size, dtype=np.int64) - np.searchsorted(value_index, value_index, side="left")
+    return words, value_index.astype(np.int64), position
+
+
+def _enumerate(token_lists: list[list[str]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    words = [token for tokens in token_lists for token in tokens]
+    value_index = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
+    position = np.arange(value_index.size, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return words, value_index, position

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from roarsearch.analysis.normalize import fold_value
+from roarsearch.analysis.normalize import fold_many
 from roarsearch.index.bitmaps import EMPTY, GrowableArray, bitmap_from_array, union_all
 
 #: Longer strings are searchable text but not exact values (no facet value, no equality filter):
@@ -106,19 +106,32 @@ class ValueColumn:
         self.docs = BitMap()
         self._fold_rank: np.ndarray | None = None
 
-    def intern(self, value: Any) -> int:
-        # Booleans and strings never collide as keys: no int is ever stored here (True == 1).
-        value_id = self.ids.get(value)
-        if value_id is None:
-            value_id = self.ids[value] = len(self.values)
-            self.values.append(value)
-            folded = ("true" if value else "false") if isinstance(value, bool) else fold_value(value)
-            self.folded.append(folded)
-            if not isinstance(value, bool):
-                self.by_folded.setdefault(folded, []).append(value_id)
-            self.bitmaps.append(BitMap())
-            self._fold_rank = None
+    def _register(self, value: Any, folded: str) -> int:
+        value_id = self.ids[value] = len(self.values)
+        self.values.append(value)
+        self.folded.append(folded)
+        if not isinstance(value, bool):
+            self.by_folded.setdefault(folded, []).append(value_id)
+        self.bitmaps.append(BitMap())
+        self._fold_rank = None
         return value_id
+
+    def intern_many(self, keys: list[Any]) -> np.ndarray:
+        """Value ids of ``keys`` (strings and booleans), registering new values in first-seen order.
+
+        Known values resolve in one C-level ``map``; new strings are folded together in one call.
+        Booleans and strings never collide as keys: no int is ever stored here (True == 1).
+        """
+        get = self.ids.get
+        found = list(map(get, keys))
+        if None in found:
+            new_values = list(dict.fromkeys(key for key, value_id in zip(keys, found) if value_id is None))
+            strings = [value for value in new_values if not isinstance(value, bool)]
+            folded = dict(zip(strings, fold_many(strings)))
+            for value in new_values:
+                self._register(value, ("true" if value else "false") if isinstance(value, bool) else folded[value])
+            found = list(map(get, keys))
+        return np.asarray(found, dtype=np.int64)
 
     def add(self, docs: np.ndarray, value_ids: np.ndarray) -> None:
         """Add (doc, value id) pairs in doc order; a value repeated within one doc counts once."""

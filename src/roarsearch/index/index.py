@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from roarsearch.analysis.analyzer import analyze_many
+from roarsearch.analysis.analyzer import analyze_batch
 from roarsearch.analysis.normalize import fold_value
 from roarsearch.index.bitmaps import EMPTY, union_all
 from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns
@@ -54,6 +54,67 @@ class _BatchFields:
         self.present: list[int] = []
 
 
+def _fields_of(by_field: dict[str, _BatchFields], path: str) -> _BatchFields:
+    fields = by_field.get(path)
+    if fields is None:
+        fields = by_field[path] = _BatchFields()
+    return fields
+
+
+def _add_text(fields: _BatchFields, path: str, doc: int, element: int, value: str, first_texts: list[str]) -> None:
+    if not fields.texts:
+        first_texts.append(path)
+    fields.text_docs.append(doc)
+    fields.text_positions.append(element * ELEMENT_POSITION_GAP)
+    fields.texts.append(value)
+    if len(value) <= MAX_VALUE_LENGTH:
+        fields.value_docs.append(doc)
+        fields.value_keys.append(value)
+
+
+def _collect_flat(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFields], first_texts: list[str]) -> bool:
+    """Collect a record whose values are scalars or arrays of scalars (the common shape) without
+    the generic leaf walk; returns False, having collected nothing, for any other shape."""
+    for key, value in record.items():
+        kind = type(value)
+        if kind is dict or (kind is list and any(type(element) in (dict, list) for element in value)):
+            return False
+    for key, value in record.items():
+        if key == "id" or value is None:
+            continue
+        kind = type(value)
+        fields = _fields_of(by_field, key)
+        if kind is list:
+            elements = [element for element in value if element is not None]
+            if not elements:
+                continue
+            fields.present.append(doc)
+            for element_index, element in enumerate(elements):
+                _add_leaf(fields, key, doc, element_index, element, first_texts)
+        else:
+            fields.present.append(doc)
+            _add_leaf(fields, key, doc, 0, value, first_texts)
+    return True
+
+
+def _add_leaf(fields: _BatchFields, path: str, doc: int, element: int, value: Any, first_texts: list[str]) -> None:
+    if type(value) is str:
+        _add_text(fields, path, doc, element, value, first_texts)
+    elif type(value) is bool:
+        fields.value_docs.append(doc)
+        fields.value_keys.append(value)
+    else:
+        fields.number_docs.append(doc)
+        fields.numbers.append(float(value))
+
+
+def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFields], first_texts: list[str]) -> None:
+    for path, element, value in iter_leaves(record):
+        fields = _fields_of(by_field, path)
+        fields.present.append(doc)
+        _add_leaf(fields, path, doc, element, value, first_texts)
+
+
 class Index:
     """The searchable state of one collection."""
 
@@ -77,26 +138,8 @@ class Index:
         by_field: dict[str, _BatchFields] = {}
         first_texts: list[str] = []
         for doc, record in zip(new_docs.tolist(), records):
-            for path, element, value in iter_leaves(record):
-                fields = by_field.get(path)
-                if fields is None:
-                    fields = by_field[path] = _BatchFields()
-                fields.present.append(doc)
-                if isinstance(value, str):
-                    if not fields.texts:
-                        first_texts.append(path)
-                    fields.text_docs.append(doc)
-                    fields.text_positions.append(element * ELEMENT_POSITION_GAP)
-                    fields.texts.append(value)
-                    if len(value) <= MAX_VALUE_LENGTH:
-                        fields.value_docs.append(doc)
-                        fields.value_keys.append(value)
-                elif isinstance(value, bool):
-                    fields.value_docs.append(doc)
-                    fields.value_keys.append(value)
-                else:
-                    fields.number_docs.append(doc)
-                    fields.numbers.append(float(value))
+            if not _collect_flat(doc, record, by_field, first_texts):
+                _collect_nested(doc, record, by_field, first_texts)
         for path, fields in by_field.items():
             self._add_field(path, fields)
         known = set(self._text_fields)
@@ -110,17 +153,11 @@ class Index:
         columns.exists.update(fields.present)
         if fields.texts:
             columns.has_text = True
-            token_lists = analyze_many(fields.texts)
-            lengths = np.fromiter((len(tokens) for tokens in token_lists), dtype=np.int64, count=len(token_lists))
-            total = int(lengths.sum())
-            if total:
-                flat_tokens = [token for tokens in token_lists for token in tokens]
-                term_ids = self.lexicon.intern_many(flat_tokens)
-                docs = np.repeat(np.asarray(fields.text_docs, dtype=np.uint32), lengths)
-                value_starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-                positions = (np.arange(total, dtype=np.int64) - value_starts) + np.repeat(
-                    np.asarray(fields.text_positions, dtype=np.int64), lengths
-                )
+            tokens, value_index, token_position = analyze_batch(fields.texts)
+            if tokens:
+                term_ids = self.lexicon.intern_many(tokens)
+                docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
+                positions = token_position + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
                 postings = self.postings.get(path)
                 if postings is None:
                     postings = self.postings[path] = FieldPostings()
@@ -129,8 +166,7 @@ class Index:
             columns.numeric_column().add(np.asarray(fields.number_docs, dtype=np.uint32), np.asarray(fields.numbers))
         if fields.value_keys:
             value_column = columns.value_column()
-            intern = value_column.intern
-            value_ids = np.fromiter((intern(key) for key in fields.value_keys), dtype=np.int64, count=len(fields.value_keys))
+            value_ids = value_column.intern_many(fields.value_keys)
             value_column.add(np.asarray(fields.value_docs, dtype=np.uint32), value_ids)
 
     def delete_ids(self, record_ids: list[RecordId]) -> list[bool]:
