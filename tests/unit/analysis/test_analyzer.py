@@ -1,0 +1,47 @@
+"""This module tests the following properties:
+
+- folding removes case, accents and compatibility forms (ligatures, full-width) in every script;
+- words split on anything that is not a letter or digit; ideographs are one token each;
+- the batch forms (analyze_many, analyze_batch) equal the single form on arbitrary text.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roarsearch.analysis.analyzer import analyze, analyze_batch, analyze_many
+from roarsearch.analysis.normalize import fold, fold_many
+
+
+def test_fold_case_accents_ligatures() -> None:
+    assert fold("Ŝtraße ﬂexible Ærø") == "strasse flexible aero"
+    assert fold("ＡＢＣ１２３") == "abc123"
+    assert fold("Москва́") == "москва"
+    assert fold("e\u0301cole") == "ecole"
+
+
+def test_split_words_all_scripts() -> None:
+    assert analyze("rock-n-roll 1984, O'Connor") == ["rock", "n", "roll", "1984", "o", "connor"]
+    assert analyze("東京タワー") == ["東", "京", "タ", "ワ", "ー"]
+    assert analyze("Αθήνα Київ") == ["αθηνα", "киів"]
+    assert analyze("snake_case") == ["snake", "case"]
+    assert analyze("") == [] and analyze("!!!") == []
+
+
+TEXT = st.text(alphabet=st.sampled_from("abcXYZ éÉüßﬂ東京-_.,0123\u0301ø Ωж\x00"), max_size=14)
+
+
+@given(st.lists(TEXT, min_size=1, max_size=6))
+def test_batch_forms_equal_single_form(texts: list[str]) -> None:
+    assert analyze_many(texts) == [analyze(text) for text in texts]
+    words, value_index, position = analyze_batch(texts)
+    expected = [(token, i, j) for i, text in enumerate(texts) for j, token in enumerate(analyze(text))]
+    assert list(zip(words, value_index.tolist(), position.tolist())) == expected
+    assert fold_many(texts) == [fold(text) for text in texts]
+
+
+@given(st.text(max_size=30))
+def test_fold_is_idempotent_and_analyze_never_fails(text: str) -> None:
+    assert fold(fold(text)) == fold(text)
+    assert all(token for token in analyze(text))
