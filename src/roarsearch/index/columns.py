@@ -6,10 +6,10 @@ Owns, per field path:
   array element), a value-sorted view built lazily once per write for range filters and numeric
   facets, and dense per-doc ``min``/``max`` arrays for sorting.
 - ``ValueColumn``: exact values (strings up to :data:`MAX_VALUE_LENGTH` characters, and booleans)
-  with a value id each, one ``BitMap`` per value (equality filters, few-value facet counting), the
-  (doc, value id) pairs (``numpy.bincount`` facet counting over many values), the folded form of
-  each string (case- and accent-insensitive equality, sort order), and a dense per-doc first value
-  id for sorting.
+  with a value id each; the (doc, value id) pairs (``numpy.bincount`` facet counting) and their
+  value-sorted view (docs of one value: equality filters, facet value bitmaps); the folded form of
+  each string, built on first use (case- and accent-insensitive equality, sort order); a dense
+  per-doc first value id for sorting and grouping.
 - ``exists``: docs having any non-null value in the field.
 
 Everything is append-only; readers intersect with the alive docs. Text analysis is not done here.
@@ -89,69 +89,82 @@ class NumericColumn:
 
 
 class ValueColumn:
-    """Exact values (short strings and booleans) of one field, each with a value id and a bitmap."""
+    """Exact values (short strings and booleans) of one field, each with a dense value id.
 
-    __slots__ = ("ids", "values", "folded", "by_folded", "bitmaps", "_docs", "_vids", "_flat", "first", "docs", "_fold_rank")
+    Memory is what limits a schemaless engine that facets every field, so a value costs one dict
+    entry and one list slot; nothing per value is built eagerly. The (doc, value id) pairs are the
+    source of truth; a value-sorted view of them (built once per write, like numeric ranges) turns
+    "docs with value v" into a binary search and a slice, and the folded forms used by equality
+    filters and sorting are computed the first time a filter or sort needs them.
+    """
+
+    __slots__ = ("ids", "values", "_folded", "_by_folded", "_docs", "_vids", "_flat", "_by_value",
+                 "first", "docs", "_fold_rank")
 
     def __init__(self) -> None:
         self.ids: dict[Any, int] = {}
         self.values: list[Any] = []
-        self.folded: list[str] = []
-        self.by_folded: dict[str, list[int]] = {}
-        self.bitmaps: list[BitMap] = []
+        self._folded: list[str] | None = None
+        self._by_folded: dict[str, list[int]] | None = None
         self._docs: list[np.ndarray] = []
         self._vids: list[np.ndarray] = []
         self._flat: tuple[np.ndarray, np.ndarray] | None = None
+        self._by_value: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.first = GrowableArray(np.int64, -1)
         self.docs = BitMap()
         self._fold_rank: np.ndarray | None = None
 
-    def _register(self, value: Any, folded: str) -> int:
-        value_id = self.ids[value] = len(self.values)
-        self.values.append(value)
-        self.folded.append(folded)
-        if not isinstance(value, bool):
-            self.by_folded.setdefault(folded, []).append(value_id)
-        self.bitmaps.append(BitMap())
-        self._fold_rank = None
-        return value_id
-
     def intern_many(self, keys: list[Any]) -> np.ndarray:
         """Value ids of ``keys`` (strings and booleans), registering new values in first-seen order.
 
-        Known values resolve in one C-level ``map``; new strings are folded together in one call.
-        Booleans and strings never collide as keys: no int is ever stored here (True == 1).
+        Known values resolve in one C-level ``map``. Booleans and strings never collide as keys: no
+        int is ever stored here (True == 1 would).
         """
         get = self.ids.get
         found = list(map(get, keys))
         if None in found:
             new_values = list(dict.fromkeys(key for key, value_id in zip(keys, found) if value_id is None))
-            strings = [value for value in new_values if not isinstance(value, bool)]
-            folded = dict(zip(strings, fold_many(strings)))
-            for value in new_values:
-                self._register(value, ("true" if value else "false") if isinstance(value, bool) else folded[value])
+            start = len(self.values)
+            self.ids.update(zip(new_values, range(start, start + len(new_values))))
+            self.values.extend(new_values)
+            if self._folded is not None:
+                self._extend_folded(new_values, start)
+            self._fold_rank = None
             found = list(map(get, keys))
         return np.asarray(found, dtype=np.int64)
+
+    def _extend_folded(self, new_values: list[Any], start: int) -> None:
+        assert self._folded is not None and self._by_folded is not None
+        strings = [value for value in new_values if not isinstance(value, bool)]
+        folded_strings = iter(fold_many(strings))
+        for offset, value in enumerate(new_values):
+            if isinstance(value, bool):
+                self._folded.append("true" if value else "false")
+            else:
+                folded = next(folded_strings)
+                self._folded.append(folded)
+                self._by_folded.setdefault(folded, []).append(start + offset)
+
+    @property
+    def folded(self) -> list[str]:
+        """Folded form of every value (booleans as "true"/"false"), built on first use."""
+        if self._folded is None:
+            self._folded, self._by_folded = [], {}
+            self._extend_folded(self.values, 0)
+        return self._folded
 
     def add(self, docs: np.ndarray, value_ids: np.ndarray) -> None:
         """Add (doc, value id) pairs in doc order; a value repeated within one doc counts once."""
         if docs.size == 0:
             return
         pairs = np.unique(np.stack((docs.astype(np.int64), value_ids.astype(np.int64)), axis=1), axis=0)
-        docs, value_ids = pairs[:, 0].astype(np.uint32), pairs[:, 1].astype(np.int64)
-        order = np.argsort(value_ids, kind="stable")
-        sorted_vids, sorted_docs = value_ids[order], docs[order]
-        boundaries = np.flatnonzero(np.diff(sorted_vids)) + 1
-        starts = np.concatenate(([0], boundaries))
-        ends = np.concatenate((boundaries, [sorted_vids.size]))
-        for value_id, lo, hi in zip(sorted_vids[starts].tolist(), starts.tolist(), ends.tolist()):
-            self.bitmaps[value_id] |= bitmap_from_array(sorted_docs[lo:hi])
+        docs, value_ids = pairs[:, 0].astype(np.uint32), pairs[:, 1].astype(np.uint32)
         self._docs.append(docs)
-        self._vids.append(value_ids.astype(np.uint32))
+        self._vids.append(value_ids)
         self._flat = None
+        self._by_value = None
         top = int(docs.max()) + 1
         self.first.ensure(top)
-        # The sort key of a multi-valued doc is its smallest folded value (set below by fold rank).
         unique_docs, first_index = np.unique(docs, return_index=True)
         self.first.data[unique_docs] = value_ids[first_index]
         self.docs |= bitmap_from_array(docs)
@@ -166,21 +179,47 @@ class ValueColumn:
                 self._docs, self._vids = [self._flat[0]], [self._flat[1]]
         return self._flat
 
+    def _value_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(docs ordered by value id, start offset per value id, end offset per value id)."""
+        if self._by_value is None:
+            docs, value_ids = self.pairs()
+            order = np.argsort(value_ids, kind="stable")
+            sorted_ids = value_ids[order]
+            all_ids = np.arange(len(self.values), dtype=np.uint32)
+            starts = np.searchsorted(sorted_ids, all_ids, side="left")
+            ends = np.searchsorted(sorted_ids, all_ids, side="right")
+            self._by_value = (docs[order], starts, ends)
+        return self._by_value
+
+    def value_docs(self, value_id: int) -> BitMap:
+        """Docs holding value ``value_id`` (retired docs included: intersect with alive)."""
+        docs, starts, ends = self._value_view()
+        if value_id >= starts.size:
+            return BitMap()
+        return bitmap_from_array(docs[starts[value_id]:ends[value_id]])
+
+    def value_count(self, value_id: int) -> int:
+        _docs, starts, ends = self._value_view()
+        return int(ends[value_id] - starts[value_id]) if value_id < starts.size else 0
+
     def equal_folded(self, folded: str) -> BitMap:
-        value_ids = self.by_folded.get(folded)
+        self.folded  # noqa: B018 - builds the folded index on first use
+        assert self._by_folded is not None
+        value_ids = self._by_folded.get(folded)
         if not value_ids:
             return EMPTY
-        return union_all([self.bitmaps[value_id] for value_id in value_ids])
+        return union_all([self.value_docs(value_id) for value_id in value_ids])
 
     def equal_bool(self, value: bool) -> BitMap:
         # Only booleans and strings are keys here, and no string equals True or False.
         value_id = self.ids.get(value)
-        return EMPTY if value_id is None else self.bitmaps[value_id]
+        return EMPTY if value_id is None else self.value_docs(value_id)
 
     def fold_rank(self) -> np.ndarray:
         """Per value id, its rank in folded order (ties by original value); computed once per new value."""
         if self._fold_rank is None:
-            order = sorted(range(len(self.values)), key=lambda vid: (self.folded[vid], str(self.values[vid])))
+            folded = self.folded
+            order = sorted(range(len(self.values)), key=lambda vid: (folded[vid], str(self.values[vid])))
             rank = np.empty(len(self.values), dtype=np.int64)
             rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
             self._fold_rank = rank
