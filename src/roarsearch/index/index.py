@@ -20,7 +20,7 @@ from pyroaring import BitMap
 
 from roarsearch.analysis.analyzer import analyze_batch
 from roarsearch.analysis.normalize import fold_value
-from roarsearch.index.bitmaps import EMPTY, union_all
+from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, union_all
 from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns
 from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.postings import FieldPostings
@@ -251,3 +251,190 @@ class Index:
     def exists(self, field: str) -> BitMap:
         columns = self.columns.get(field)
         return EMPTY if columns is None else columns.exists
+
+
+# ---------------------------------------------------------------------- state (snapshots)
+
+INDEX_STATE_VERSION = 1
+
+
+def _bytes(array: np.ndarray) -> bytes:
+    return np.ascontiguousarray(array).tobytes()
+
+
+def _array(buffer: bytes, dtype: type) -> np.ndarray:
+    return np.frombuffer(buffer, dtype=dtype).copy()
+
+
+def index_to_state(index: Index) -> dict[str, Any]:
+    """The whole index as msgpack-ready data: bitmaps serialised, numpy arrays as raw buffers.
+
+    Layout (version 1): ``docs`` (record ids, msgpack payloads, alive bitmap, id-order flag),
+    ``lexicon`` (the lexicon's own state), ``text_fields``, ``postings`` per field (term ids,
+    their bitmaps serialised back to back with offsets, the flat token arrays and per-doc token
+    ranges), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
+    with their pairs and per-doc first value id).
+    """
+    docstore = index.docs
+    postings_state: dict[str, Any] = {}
+    for path, postings in index.postings.items():
+        term_ids = np.fromiter(postings.terms.keys(), dtype=np.uint32, count=len(postings.terms))
+        blobs = [bitmap.serialize() for bitmap in postings.terms.values()]
+        offsets = np.zeros(len(blobs) + 1, dtype=np.uint64)
+        np.cumsum([len(blob) for blob in blobs], out=offsets[1:])
+        token_docs, token_terms, token_positions = postings.flat()
+        postings_state[path] = {
+            "term_ids": _bytes(term_ids), "bitmaps": b"".join(blobs), "offsets": _bytes(offsets),
+            "field_docs": postings.docs.serialize(),
+            "token_docs": _bytes(token_docs), "token_terms": _bytes(token_terms),
+            "token_positions": _bytes(token_positions),
+            "start": _bytes(postings._start.data), "end": _bytes(postings._end.data),
+        }
+    columns_state: dict[str, Any] = {}
+    for path, columns in index.columns.items():
+        state: dict[str, Any] = {"exists": columns.exists.serialize(), "has_text": columns.has_text}
+        if columns.numeric is not None:
+            docs, values = columns.numeric.pairs()
+            state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
+                                "min": _bytes(columns.numeric.minimum.data), "max": _bytes(columns.numeric.maximum.data)}
+        if columns.values is not None:
+            docs, value_ids = columns.values.pairs()
+            state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
+                               "first": _bytes(columns.values.first.data)}
+        columns_state[path] = state
+    return {
+        "version": INDEX_STATE_VERSION,
+        "docs": {"record_ids": docstore.record_ids, "payloads": docstore.payloads,
+                 "alive": docstore.alive.serialize(), "ids_in_doc_order": docstore.ids_in_doc_order,
+                 "last_id": None if docstore._last_id_key is None else docstore._last_id_key[1]},
+        "lexicon": index.lexicon.to_state(),
+        "text_fields": index._text_fields,
+        "postings": postings_state,
+        "columns": columns_state,
+    }
+
+
+def index_from_state(state: dict[str, Any]) -> Index:
+    """Rebuild an :class:`Index` from :func:`index_to_state` output without re-analysing records."""
+    from roarsearch.index.columns import NumericColumn, ValueColumn
+    from roarsearch.index.docstore import id_sort_key
+
+    if state.get("version") != INDEX_STATE_VERSION:
+        raise ValueError(f"unsupported index state version {state.get('version')!r}")
+    index = Index()
+    docs_state = state["docs"]
+    docstore = index.docs
+    docstore.record_ids = list(docs_state["record_ids"])
+    docstore.payloads = list(docs_state["payloads"])
+    docstore.alive = BitMap.deserialize(docs_state["alive"])
+    docstore.doc_of = {record_id: doc for doc, record_id in enumerate(docstore.record_ids) if record_id is not None}
+    docstore.ids_in_doc_order = bool(docs_state["ids_in_doc_order"])
+    last_id = docs_state["last_id"]
+    docstore._last_id_key = None if last_id is None else id_sort_key(last_id)
+    index.lexicon = Lexicon.from_state(state["lexicon"])
+    index._text_fields = list(state["text_fields"])
+    for path, saved in state["postings"].items():
+        postings = FieldPostings()
+        term_ids = np.frombuffer(saved["term_ids"], dtype=np.uint32).tolist()
+        offsets = np.frombuffer(saved["offsets"], dtype=np.uint64).tolist()
+        blob = memoryview(saved["bitmaps"])
+        deserialize = BitMap.deserialize
+        postings.terms = {term: deserialize(blob[offsets[i]:offsets[i + 1]]) for i, term in enumerate(term_ids)}
+        postings.docs = BitMap.deserialize(saved["field_docs"])
+        flat = (_array(saved["token_docs"], np.uint32), _array(saved["token_terms"], np.uint32),
+                _array(saved["token_positions"], np.uint32))
+        postings._chunks = [flat]
+        postings._flat = flat
+        postings._token_count = int(flat[0].size)
+        postings._start.data = _array(saved["start"], np.int64)
+        postings._end.data = _array(saved["end"], np.int64)
+        index.postings[path] = postings
+    for path, saved in state["columns"].items():
+        columns = FieldColumns()
+        columns.exists = BitMap.deserialize(saved["exists"])
+        columns.has_text = bool(saved["has_text"])
+        if "numeric" in saved:
+            numeric = NumericColumn()
+            docs = _array(saved["numeric"]["docs"], np.uint32)
+            numeric._docs, numeric._values = [docs], [_array(saved["numeric"]["values"], np.float64)]
+            numeric.minimum.data = _array(saved["numeric"]["min"], np.float64)
+            numeric.maximum.data = _array(saved["numeric"]["max"], np.float64)
+            numeric.docs = bitmap_from_array(docs)
+            columns.numeric = numeric
+        if "values" in saved:
+            values = ValueColumn()
+            values.values = list(saved["values"]["values"])
+            values.ids = {value: value_id for value_id, value in enumerate(values.values)}
+            docs = _array(saved["values"]["docs"], np.uint32)
+            values._docs, values._vids = [docs], [_array(saved["values"]["vids"], np.uint32)]
+            values.first.data = _array(saved["values"]["first"], np.int64)
+            values.docs = bitmap_from_array(docs)
+            columns.values = values
+        index.columns[path] = columns
+    return index
+
+
+def compare_indexes(loaded: Index, rebuilt: Index) -> list[str]:
+    """Differences between two indexes of the same records, compared by record id (doc ids differ).
+
+    Used by ``check()``: ``rebuilt`` is made from the stored records alone, so any difference means
+    the loaded index does not answer queries as its records say it should.
+    """
+    problems: list[str] = []
+
+    def record_ids(index: Index, docs: BitMap) -> set[Any]:
+        live = docs & index.alive
+        ids = index.docs.record_ids
+        return {ids[doc] for doc in live}
+
+    loaded_ids = record_ids(loaded, loaded.alive)
+    rebuilt_ids = record_ids(rebuilt, rebuilt.alive)
+    if loaded_ids != rebuilt_ids:
+        problems.append(f"records: {len(loaded_ids ^ rebuilt_ids)} record ids differ between the index and the stored records")
+    for path in sorted(set(loaded.postings) | set(rebuilt.postings)):
+        left, right = loaded.postings.get(path), rebuilt.postings.get(path)
+        left_terms = {} if left is None else {loaded.lexicon.term_of(t): b for t, b in left.terms.items()}
+        right_terms = {} if right is None else {rebuilt.lexicon.term_of(t): b for t, b in right.terms.items()}
+        for term in sorted(set(left_terms) | set(right_terms)):
+            a = record_ids(loaded, left_terms.get(term, BitMap()))
+            b = record_ids(rebuilt, right_terms.get(term, BitMap()))
+            if a != b:
+                problems.append(f"postings {path!r} term {term!r}: index has {len(a)} live records, stored records give {len(b)}")
+                if len(problems) > 100:
+                    return problems + ["... (more differences not listed)"]
+    for path in sorted(set(loaded.columns) | set(rebuilt.columns)):
+        for name, reader in (("exists", lambda ix: ix.exists(path)),):
+            a, b = record_ids(loaded, reader(loaded)), record_ids(rebuilt, reader(rebuilt))
+            if a != b:
+                problems.append(f"column {path!r} {name}: {len(a ^ b)} records differ")
+        for kind in ("numeric", "values"):
+            a_col = getattr(loaded.columns.get(path), kind, None)
+            b_col = getattr(rebuilt.columns.get(path), kind, None)
+            a_pairs = _column_pairs(loaded, a_col, kind)
+            b_pairs = _column_pairs(rebuilt, b_col, kind)
+            if a_pairs != b_pairs:
+                problems.append(f"column {path!r} {kind}: {len(a_pairs ^ b_pairs)} (record, value) pairs differ")
+    return problems
+
+
+def _column_pairs(index: Index, column: Any, kind: str) -> set[tuple[Any, Any]]:
+    if column is None:
+        return set()
+    docs, values = column.pairs()
+    alive = np.zeros(len(index.docs.record_ids), dtype=bool)
+    alive_docs = np.frombuffer(index.alive.to_array(), dtype=np.uint32) if index.alive else np.empty(0, np.uint32)
+    alive[alive_docs] = True
+    keep = alive[docs] if docs.size else np.zeros(0, dtype=bool)
+    ids = index.docs.record_ids
+    if kind == "numeric":
+        return {(ids[doc], value) for doc, value in zip(docs[keep].tolist(), values[keep].tolist())}
+    return {(ids[doc], column.values[value_id]) for doc, value_id in zip(docs[keep].tolist(), values[keep].tolist())}
+
+
+def rebuild_index(index: Index) -> Index:
+    """A fresh index from the live stored records of ``index``, in doc order."""
+    rebuilt = Index()
+    live = [index.docs.record(doc) for doc in index.alive]
+    for start in range(0, len(live), 10_000):
+        rebuilt.add_records(live[start:start + 10_000])
+    return rebuilt
