@@ -167,6 +167,22 @@ class Collection:
             "responseTime": int(round((time.perf_counter() - started) * 1000)),
         }
 
+    def facet_values(self, request: SearchRequest, facet: str) -> list[dict[str, Any]]:
+        """Values of ``facet`` matching the request's facet query, counted over what it selects."""
+        from roarsearch.facets.value_search import search_facet_values
+
+        index = self.index
+        universe = self.filter_docs(request.filter, index.alive)
+        facet_filters = _facet_filter_docs(index, request)
+        for field, docs in facet_filters.items():
+            if field != facet:  # disjunctive, as for facet counts
+                universe = universe & docs
+        fields = resolve_search_fields(request.search_fields, index.text_fields())
+        words = plan_words(index.lexicon, request.query, request.typo_tolerance)
+        candidates, _ = match_words(WordMatcher(index, fields), words, universe)
+        return search_facet_values(index.columns.get(facet), candidates, request.facet_query or "",
+                                   request.facet_query_count)
+
     def _facets(
         self,
         request: SearchRequest,

@@ -134,3 +134,38 @@ class Engine:
         target = self._collection(parsed.collection)
         with target.lock.reading():
             return target.search(parsed, request)
+
+    def search_facet_values(self, collection: str, facet: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Facet value search (contract §5): values of ``facet`` matching ``textFacetQuery.query``.
+
+        ``request`` is a search body (its ``collection`` may be omitted: ``collection`` wins); the
+        values are counted over the records that the rest of the body selects.
+        """
+        if not isinstance(request, dict):
+            raise BadRequestError("request body: must be a JSON object", field="body")
+        if not isinstance(facet, str) or not facet:
+            raise BadRequestError("facetName: must be a non-empty field name", field="facetName")
+        body = dict(request)
+        body["collection"] = check_collection_id(collection, "collectionId")
+        parsed = parse_search_request(body, facet_search=True)
+        target = self._collection(parsed.collection)
+        with target.lock.reading():
+            return {"values": target.facet_values(parsed, facet)}
+
+    def check(self) -> dict[str, Any]:
+        """Verify every collection: rebuild its index from the stored records and compare.
+
+        Returns ``{"ok": bool, "collections": {name: {"records": n, "problems": [...]}}, "problems": [...]}``;
+        every difference is listed (capped at 100 per collection).
+        """
+        from roarsearch.index.index import compare_indexes, rebuild_index
+
+        report: dict[str, Any] = {"ok": True, "collections": {}, "problems": []}
+        for name in self.collections():
+            collection = self._collection(name)
+            with collection.lock.reading():
+                problems = compare_indexes(collection.index, rebuild_index(collection.index))
+                report["collections"][name] = {"records": len(collection.index.docs), "problems": problems}
+            report["problems"].extend(f"{name}: {problem}" for problem in problems)
+        report["ok"] = not report["problems"]
+        return report
