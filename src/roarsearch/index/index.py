@@ -282,13 +282,12 @@ def index_to_state(index: Index) -> dict[str, Any]:
         blobs = [bitmap.serialize() for bitmap in postings.terms.values()]
         offsets = np.zeros(len(blobs) + 1, dtype=np.uint64)
         np.cumsum([len(blob) for blob in blobs], out=offsets[1:])
-        token_docs, token_terms, token_positions = postings.flat()
+        token_terms, token_docs, token_positions = postings.token_arrays()
         postings_state[path] = {
             "term_ids": _bytes(term_ids), "bitmaps": b"".join(blobs), "offsets": _bytes(offsets),
             "field_docs": postings.docs.serialize(),
-            "token_docs": _bytes(token_docs), "token_terms": _bytes(token_terms),
+            "token_terms": _bytes(token_terms), "token_docs": _bytes(token_docs),
             "token_positions": _bytes(token_positions),
-            "start": _bytes(postings._start.data), "end": _bytes(postings._end.data),
         }
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
@@ -341,13 +340,8 @@ def index_from_state(state: dict[str, Any]) -> Index:
         deserialize = BitMap.deserialize
         postings.terms = {term: deserialize(blob[offsets[i]:offsets[i + 1]]) for i, term in enumerate(term_ids)}
         postings.docs = BitMap.deserialize(saved["field_docs"])
-        flat = (_array(saved["token_docs"], np.uint32), _array(saved["token_terms"], np.uint32),
-                _array(saved["token_positions"], np.uint32))
-        postings._chunks = [flat]
-        postings._flat = flat
-        postings._token_count = int(flat[0].size)
-        postings._start.data = _array(saved["start"], np.int64)
-        postings._end.data = _array(saved["end"], np.int64)
+        postings.load_token_arrays(_array(saved["token_terms"], np.uint32), _array(saved["token_docs"], np.uint32),
+                                   _array(saved["token_positions"], np.uint32))
         index.postings[path] = postings
     for path, saved in state["columns"].items():
         columns = FieldColumns()

@@ -7,10 +7,10 @@ Postings are append-only: a batch ORs its doc ids into each term's bitmap (one p
 distinct term of the batch, never one per record). Docs retired by deletes or upserts stay in the
 bitmaps; every reader intersects with the alive docs or a universe derived from them.
 
-Positions: for each field, tokens are stored flat in doc id order — ``docs``, ``terms``,
-``positions`` (uint32) — in chunks appended per batch and concatenated lazily; a dense per-doc
-``start``/``end`` pair locates a doc's tokens so that gathering the tokens of N candidate docs costs
-O(their tokens), not O(the field).
+Positions: for each field, every token as (term, doc, position) uint32 triples sorted by term
+(a positional inverted index in three numpy arrays), kept in a few chunks — one per batch, merged
+when there are more than :data:`MAX_TOKEN_CHUNKS` — so that the occurrences of the query's terms
+in the candidate docs are a few binary searches and slices, whatever the size of the field.
 """
 
 from __future__ import annotations
@@ -18,31 +18,34 @@ from __future__ import annotations
 import numpy as np
 from pyroaring import BitMap
 
-from roarsearch.index.bitmaps import EMPTY, GrowableArray, bitmap_from_array, union_all
+from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, union_all
+
+
+#: Term-sorted token chunks are merged into one when there are more than this many, so that a
+#: lookup costs a few binary searches however many batches were written.
+MAX_TOKEN_CHUNKS = 8
 
 
 class FieldPostings:
     """The postings and token positions of one field."""
 
-    __slots__ = ("terms", "_chunks", "_flat", "_start", "_end", "_token_count", "docs")
+    __slots__ = ("terms", "docs", "_chunks")
 
     def __init__(self) -> None:
         self.terms: dict[int, BitMap] = {}
         self.docs = BitMap()  # docs having at least one token in this field
+        # Each chunk: (terms, docs, positions), sorted by term, then doc, then position.
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._start = GrowableArray(np.int64, 0)
-        self._end = GrowableArray(np.int64, 0)
-        self._token_count = 0
 
     def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray) -> None:
         """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field)."""
         if docs.size == 0:
             return
-        # Postings: group by term with one stable sort, then one bitmap update per distinct term.
+        # One stable sort by term groups the batch; docs stay ascending within a term.
         order = np.argsort(terms, kind="stable")
-        sorted_terms = terms[order]
-        sorted_docs = docs[order]
+        sorted_terms = terms[order].astype(np.uint32)
+        sorted_docs = docs[order].astype(np.uint32)
+        sorted_positions = positions[order].astype(np.uint32)
         boundaries = np.flatnonzero(np.diff(sorted_terms)) + 1
         starts = np.concatenate(([0], boundaries))
         ends = np.concatenate((boundaries, [sorted_terms.size]))
@@ -55,16 +58,15 @@ class FieldPostings:
             else:
                 existing |= bitmap
         self.docs |= bitmap_from_array(docs)
-        # Positions: per-doc token ranges into the flat arrays.
-        unique_docs, first_index, counts = np.unique(docs, return_index=True, return_counts=True)
-        top = int(unique_docs[-1]) + 1
-        self._start.ensure(top)
-        self._end.ensure(top)
-        self._start.data[unique_docs] = first_index + self._token_count
-        self._end.data[unique_docs] = first_index + counts + self._token_count
-        self._token_count += docs.size
-        self._chunks.append((docs.astype(np.uint32), terms.astype(np.uint32), positions.astype(np.uint32)))
-        self._flat = None
+        self._chunks.append((sorted_terms, sorted_docs, sorted_positions))
+        if len(self._chunks) > MAX_TOKEN_CHUNKS:
+            self._merge_chunks()
+
+    def _merge_chunks(self) -> None:
+        terms, docs, positions = (np.concatenate(parts) for parts in zip(*self._chunks))
+        # Chunks are in doc order, so a stable sort by term keeps docs ascending within a term.
+        order = np.argsort(terms, kind="stable")
+        self._chunks = [(terms[order], docs[order], positions[order])]
 
     def bitmap(self, term_ids: list[int]) -> BitMap:
         """Docs containing any of ``term_ids`` in this field."""
@@ -74,32 +76,39 @@ class FieldPostings:
             return EMPTY
         return union_all(found)
 
-    def flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(docs, terms, positions) of every token of the field, concatenated once per write."""
-        if self._flat is None:
-            if len(self._chunks) == 1:
-                self._flat = self._chunks[0]
-            else:
-                self._flat = tuple(np.concatenate(parts) for parts in zip(*self._chunks))  # type: ignore[assignment]
-                self._chunks = [self._flat]  # type: ignore[list-item]
-        return self._flat  # type: ignore[return-value]
+    def occurrences(self, term_ids: np.ndarray, doc_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in docs where
+        ``doc_mask[doc]`` is true — cost follows the occurrences of those terms, not the field."""
+        found_docs: list[np.ndarray] = []
+        found_positions: list[np.ndarray] = []
+        for terms, docs, positions in self._chunks:
+            lo = np.searchsorted(terms, term_ids, side="left")
+            hi = np.searchsorted(terms, term_ids, side="right")
+            lengths = hi - lo
+            present = lengths > 0
+            if not present.any():
+                continue
+            lo, lengths = lo[present], lengths[present]
+            total = int(lengths.sum())
+            index = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+            chunk_docs = docs[index]
+            inside = chunk_docs < doc_mask.size
+            inside[inside] = doc_mask[chunk_docs[inside]]
+            found_docs.append(chunk_docs[inside])
+            found_positions.append(positions[index][inside])
+        if not found_docs:
+            empty = np.empty(0, dtype=np.uint32)
+            return empty, empty
+        return np.concatenate(found_docs), np.concatenate(found_positions)
 
-    def tokens_of(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(docs, terms, positions) of the tokens of ``docs`` (sorted doc ids), vectorised."""
-        flat_docs, flat_terms, flat_positions = self.flat()
-        docs = docs[docs < self._start.data.size]
-        starts = self._start.data[docs]
-        lengths = self._end.data[docs] - starts
-        keep = lengths > 0
-        starts, lengths = starts[keep], lengths[keep]
-        if starts.size == 0:
+    def token_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(terms, docs, positions) of every token, term-sorted (merging the chunks)."""
+        if not self._chunks:
             empty = np.empty(0, dtype=np.uint32)
             return empty, empty, empty
-        # Indices start_i .. start_i + length_i - 1 for every doc, without a Python loop.
-        total = int(lengths.sum())
-        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-        index = np.arange(total, dtype=np.int64) + offsets
-        return flat_docs[index], flat_terms[index], flat_positions[index]
+        if len(self._chunks) > 1:
+            self._merge_chunks()
+        return self._chunks[0]
 
-    def state_parts(self) -> tuple[dict[int, BitMap], tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        return self.terms, self.flat()
+    def load_token_arrays(self, terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
+        self._chunks = [(terms, docs, positions)] if terms.size else []

@@ -12,7 +12,7 @@ placed, so ranking cost follows the page, not the match count. Rule costs:
 
 - typo: total typos over the words (buckets from a dynamic programme over per-word bitmaps);
 - proximity: sum over consecutive word pairs of their smallest distance in one field (positions
-  from ``FieldPostings.tokens_of``, vectorised in numpy), capped at :data:`PROXIMITY_CAP` per pair;
+  from ``FieldPostings.occurrences``, vectorised in numpy), capped at :data:`PROXIMITY_CAP` per pair;
 - attribute: index of the earliest searched field holding any query word;
 - exactness: 0 when every word occurs as itself (not only as a typo or a longer word), else 1.
 
@@ -141,19 +141,16 @@ class RelevanceRules:
         pair_count = len(self.words) - 1
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         word_terms = [self.matcher.term_ids(word) for word in self.words]
+        mask = np.zeros(int(docs[-1]) + 1 if docs.size else 0, dtype=bool)
+        mask[docs] = True
         for field in self.matcher.fields:
             postings = self.matcher.index.postings.get(field)
             if postings is None:
                 continue
-            token_docs, token_terms, token_positions = postings.tokens_of(docs)
-            if token_docs.size == 0:
-                continue
-            masks = [np.isin(token_terms, terms) for terms in word_terms]
+            occurrences = [postings.occurrences(terms, mask) for terms in word_terms]
             for pair in range(pair_count):
-                left, right = masks[pair], masks[pair + 1]
-                distance = _pair_distance(
-                    token_docs[left], token_positions[left], token_docs[right], token_positions[right]
-                )
+                (left_docs, left_positions), (right_docs, right_positions) = occurrences[pair], occurrences[pair + 1]
+                distance = _pair_distance(left_docs, left_positions, right_docs, right_positions)
                 if distance is None:
                     continue
                 pair_docs, pair_best = distance
