@@ -72,8 +72,9 @@ class ReferenceModel:
         return by_field
 
     def search(self, query: str, search_fields: list[str] | None = None, typo_tolerance: int = 1,
-               skip: int = 0, count: int = 30, universe: set[Any] | None = None) -> tuple[int, list[Any]]:
-        """(totalHits, ids of the page) as the contract orders them."""
+               skip: int = 0, count: int = 30, universe: set[Any] | None = None,
+               sort: list[str] | None = None) -> tuple[int, list[Any]]:
+        """(totalHits, ids of the page) as the contract orders them (``sort`` as on the wire)."""
         fields: list[str] = []
         for name in search_fields or ["*"]:
             for candidate in (self.text_fields if name == "*" else [name]):
@@ -82,8 +83,9 @@ class ReferenceModel:
         words = analyze(query)
         pool = [r for r in self.records.values() if universe is None or r["id"] in universe]
         if not words:
-            ordered = sorted(pool, key=lambda r: id_key(r["id"]))
-            return len(ordered), [r["id"] for r in ordered[skip:skip + count]]
+            keyed0 = [(sort_key(r, sort or []), (0, 0, 0, 0), id_key(r["id"]), r["id"]) for r in pool]
+            keyed0.sort(key=lambda item: _with_rank(item, sort or []))
+            return len(keyed0), [item[3] for item in keyed0[skip:skip + count]]
         budgets = [allowed_typos(word, typo_tolerance) for word in words]
         analysed = {r["id"]: self.tokens(r, fields) for r in pool}
 
@@ -129,6 +131,68 @@ class ReferenceModel:
             for index, word in enumerate(words[:kept]):
                 if not any(token == word for tokens in analysed[record_id].values() for token, _ in tokens):
                     exact = 1
-            keyed.append(((typo, proximity, attribute, exact), id_key(record_id), record_id))
-        keyed.sort()
-        return len(keyed), [record_id for _, _, record_id in keyed[skip:skip + count]]
+            record = self.records[record_id]
+            keyed.append((sort_key(record, sort or []), (typo, proximity, attribute, exact), id_key(record_id), record_id))
+        keyed.sort(key=lambda item: _with_rank(item, sort or []))
+        return len(keyed), [item[3] for item in keyed[skip:skip + count]]
+
+
+class Reverse:
+    """Inverts the order of a comparable value (descending keys on strings)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: "Reverse") -> bool:
+        return other.value < self.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reverse) and other.value == self.value
+
+
+def _parse_sort(text: str) -> tuple[str, bool]:
+    if text.startswith("-"):
+        return text[1:], True
+    if text.endswith(":desc"):
+        return text[:-5], True
+    if text.endswith(":asc"):
+        return text[:-4], False
+    return text, False
+
+
+def sort_key(record: dict[str, Any], sort: list[str]) -> tuple[Any, ...]:
+    """Per sort key (``_rank`` keys are filled in by :func:`_with_rank`): class then value.
+
+    Numbers (array: smallest ascending, largest descending) before strings ascending, strings
+    before numbers descending, missing last both ways; strings by (folded, raw); strings over 256
+    characters do not sort; booleans sort as the strings "false" < "true".
+    """
+    from roarsearch.analysis.normalize import fold
+
+    parts: list[Any] = []
+    for text in sort:
+        field_name, descending = _parse_sort(text)
+        if field_name == "_rank":
+            parts.append(None)
+            continue
+        values = [value for path, _, value in iter_leaves(record) if path == field_name]
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        strings = [(fold("true" if v else "false") if isinstance(v, bool) else fold(v), str(v))
+                   for v in values if isinstance(v, bool) or (isinstance(v, str) and len(v) <= 256)]
+        if numbers:
+            parts.append((1, -max(numbers)) if descending else (0, min(numbers)))
+        elif strings:
+            parts.append((0, Reverse(max(strings))) if descending else (1, min(strings)))
+        else:
+            parts.append((2, 0))
+    return tuple(parts)
+
+
+def _with_rank(item: tuple[Any, ...], sort: list[str]) -> tuple[Any, ...]:
+    keys, costs, record_key = list(item[0]), item[1], item[2]
+    for position, text in enumerate(sort):
+        field_name, descending = _parse_sort(text)
+        if field_name == "_rank":
+            # "-_rank" (best first) is ascending cost; "_rank" is descending cost.
+            keys[position] = costs if descending else Reverse(costs)
+    return (*keys, costs, record_key)

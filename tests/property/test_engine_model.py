@@ -135,3 +135,40 @@ def test_ranked_pages_match_model(titles, tags, ids, queries, typos, fields) -> 
         response = engine.search(body)
         total, expected = model.search(query, fields, typos, 0, 20)
         assert (response["totalHits"], [r["id"] for r in response["results"]]) == (total, expected), body
+
+
+SORT_KEYS = st.lists(
+    st.sampled_from(["year", "-year", "title", "-title", "tags:desc", "tags:asc", "meta.n", "-meta.n",
+                     "flag", "-flag", "_rank", "-_rank", "mixed", "-mixed"]),
+    min_size=1, max_size=3, unique=True,
+)
+
+
+@settings(max_examples=200)
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries({"id": IDS}, optional={
+            "title": st.lists(st.sampled_from(DENSE), min_size=1, max_size=3).map(" ".join),
+            "tags": st.lists(st.sampled_from(DENSE), max_size=3),
+            "year": st.integers(1990, 1995),
+            "meta": st.fixed_dictionaries({}, optional={"n": st.lists(st.integers(0, 5), max_size=3)}),
+            "flag": st.booleans(),
+            "mixed": st.one_of(st.integers(0, 3), st.sampled_from(["b", "A", "a", "É"])),
+        }),
+        min_size=1, max_size=14,
+    ),
+    query=st.one_of(st.just(""), WORD_OR_PREFIX,
+                    st.lists(st.one_of(WORD_OR_PREFIX, TYPO_WORDS), min_size=2, max_size=3).map(" ".join)),
+    sort=st.one_of(SORT_KEYS, SORT_KEYS.map(lambda keys: ["-_rank", *[k for k in keys if "_rank" not in k]]),
+                   SORT_KEYS.map(lambda keys: [*[k for k in keys if "_rank" not in k], "_rank"])),
+    skip=st.integers(0, 5),
+    count=st.integers(1, 10),
+)
+def test_sorted_pages_match_model(rows, query, sort, skip, count) -> None:
+    engine, model = Engine(), ReferenceModel()
+    engine.add_records("c", rows)
+    model.add(rows)
+    body = {"collection": "c", "query": query, "sort": sort, "skip": skip, "count": count}
+    response = engine.search(body)
+    total, expected = model.search(query, ["*"], 1, skip, count, sort=sort)
+    assert (response["totalHits"], [r["id"] for r in response["results"]]) == (total, expected), body

@@ -99,7 +99,7 @@ class ValueColumn:
     """
 
     __slots__ = ("ids", "values", "_folded", "_by_folded", "_docs", "_vids", "_flat", "_by_value",
-                 "first", "docs", "_fold_rank")
+                 "first", "docs", "_fold_rank", "_sort_ranks")
 
     def __init__(self) -> None:
         self.ids: dict[Any, int] = {}
@@ -113,6 +113,7 @@ class ValueColumn:
         self.first = GrowableArray(np.int64, -1)
         self.docs = BitMap()
         self._fold_rank: np.ndarray | None = None
+        self._sort_ranks: tuple[np.ndarray, np.ndarray] | None = None
 
     def intern_many(self, keys: list[Any]) -> np.ndarray:
         """Value ids of ``keys`` (strings and booleans), registering new values in first-seen order.
@@ -130,6 +131,7 @@ class ValueColumn:
             if self._folded is not None:
                 self._extend_folded(new_values, start)
             self._fold_rank = None
+            self._sort_ranks = None
             found = list(map(get, keys))
         return np.asarray(found, dtype=np.int64)
 
@@ -163,6 +165,7 @@ class ValueColumn:
         self._vids.append(value_ids)
         self._flat = None
         self._by_value = None
+        self._sort_ranks = None
         top = int(docs.max()) + 1
         self.first.ensure(top)
         unique_docs, first_index = np.unique(docs, return_index=True)
@@ -223,7 +226,26 @@ class ValueColumn:
             rank = np.empty(len(self.values), dtype=np.int64)
             rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
             self._fold_rank = rank
+            self._sort_ranks = None
         return self._fold_rank
+
+    def sort_ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per doc, the smallest and the largest fold rank of its values (-1 where it has none).
+
+        Ascending sorts use the smallest value of an array, descending ones the largest; computed
+        once per write from the pairs, not per query.
+        """
+        if self._sort_ranks is None:
+            docs, value_ids = self.pairs()
+            rank = self.fold_rank()[value_ids] if value_ids.size else np.empty(0, np.int64)
+            size = self.first.data.size
+            smallest = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+            largest = np.full(size, -1, dtype=np.int64)
+            np.minimum.at(smallest, docs, rank)
+            np.maximum.at(largest, docs, rank)
+            smallest[largest < 0] = -1
+            self._sort_ranks = (smallest, largest)
+        return self._sort_ranks
 
 
 class FieldColumns:

@@ -3,8 +3,9 @@
 Owns: the order of a request with ``sort``. Keys apply in turn; relevance breaks the remaining ties
 (unless ``_rank`` is itself a key, which places it among them), then record id ascending.
 
-Per key and doc: a number when the field has one (the smallest value of an array when ascending,
-the largest when descending), else its string (by folded text), else nothing. Ascending puts
+Per key and doc: a number when the field has one, else a string (by folded text; booleans as
+"false" < "true"; strings over 256 characters are text only and do not sort), else nothing. An
+array sorts by its smallest value ascending and its largest descending. Ascending puts
 numbers before strings; descending puts strings before numbers; records lacking the field come
 last in both directions.
 
@@ -35,15 +36,14 @@ def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool) ->
     if columns is None:
         return kind, value
     if columns.values is not None:
-        first = columns.values.first.data
-        in_range = docs < first.size
-        value_ids = np.full(docs.size, -1, dtype=np.int64)
-        value_ids[in_range] = first[docs[in_range]]
-        has_string = value_ids >= 0
-        if has_string.any():
-            rank = columns.values.fold_rank().astype(np.float64)
-            kind[has_string] = 0.0 if descending else 1.0
-            value[has_string] = rank[value_ids[has_string]]
+        smallest, largest = columns.values.sort_ranks()
+        source = largest if descending else smallest
+        ranks = np.full(docs.size, -1, dtype=np.int64)
+        in_range = docs < source.size
+        ranks[in_range] = source[docs[in_range]]
+        has_string = ranks >= 0
+        kind[has_string] = 0.0 if descending else 1.0
+        value[has_string] = ranks[has_string]
     if columns.numeric is not None:
         source = columns.numeric.maximum.data if descending else columns.numeric.minimum.data
         numbers = np.full(docs.size, np.nan)
