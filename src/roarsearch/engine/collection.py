@@ -12,6 +12,7 @@ Each stage lives in its own module; this file only wires them.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from collections.abc import Iterator
@@ -98,11 +99,8 @@ class Collection:
         """Docs of ``universe`` selected by a filter expression (all of them for an empty one)."""
         if not filter_text.strip():
             return universe
-        try:
-            from roarsearch.query.execute import evaluate_filter
-            from roarsearch.query.filter_parser import parse_filter
-        except ImportError as exc:  # pragma: no cover - until the filter modules land
-            raise BadRequestError("filter: filter expressions are not implemented yet", field="filter") from exc
+        evaluate_filter = _stage("roarsearch.query.execute", "evaluate_filter", "filter")
+        parse_filter = _stage("roarsearch.query.filter_parser", "parse_filter", "filter")
         node = parse_filter(filter_text)
         if node is None:
             return universe
@@ -138,8 +136,7 @@ class Collection:
 
         highlighter = Highlighter(index.lexicon, kept_words) if request.highlight_fields else None
         if request.group_by is not None:
-            from roarsearch.facets.groups import group_results
-
+            group_results = _stage("roarsearch.facets.groups", "group_results", "groupBy")
             group_count = request.count if request.group_count == -1 else request.group_count
             ranks: dict[int, float] = {}
 
@@ -169,8 +166,7 @@ class Collection:
 
     def facet_values(self, request: SearchRequest, facet: str) -> list[dict[str, Any]]:
         """Values of ``facet`` matching the request's facet query, counted over what it selects."""
-        from roarsearch.facets.value_search import search_facet_values
-
+        search_facet_values = _stage("roarsearch.facets.value_search", "search_facet_values", "textFacetQuery")
         index = self.index
         universe = self.filter_docs(request.filter, index.alive)
         facet_filters = _facet_filter_docs(index, request)
@@ -194,8 +190,6 @@ class Collection:
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if not request.text_facets and not request.numeric_facets:
             return [], []
-        from roarsearch.facets.numeric import numeric_facet, parse_interval
-        from roarsearch.facets.text import count_text_facet
 
         word_docs: BitMap | None = None
 
@@ -214,6 +208,11 @@ class Collection:
             return docs
 
         columns = self.index.columns
+        if request.text_facets:
+            count_text_facet = _stage("roarsearch.facets.text", "count_text_facet", "textFacets")
+        if request.numeric_facets:
+            numeric_facet = _stage("roarsearch.facets.numeric", "numeric_facet", "numericFacets")
+            parse_interval = _stage("roarsearch.facets.numeric", "parse_interval", "numericFacets")
         text_facets = [
             {"field": field, "values": count_text_facet(columns.get(field), disjunctive(field), request.facet_count)}
             for field in request.text_facets
@@ -236,11 +235,24 @@ class Collection:
         return shown
 
 
+def _stage(module: str, name: str, request_field: str) -> Any:
+    """A pipeline stage from its module, or a 400 saying the request field is not served yet.
+
+    Stages are imported where they are used so that a build lacking one answers requests that do
+    not need it, and refuses the others clearly rather than with an internal error.
+    """
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise BadRequestError(f"{request_field}: is not implemented in this build", field=request_field) from exc
+
+
 def _facet_filter_docs(index: Index, request: SearchRequest) -> dict[str, BitMap]:
     """Per field, the docs its textFacetFilters and numericFacetFilters entries select (ANDed)."""
     if not request.text_facet_filters and not request.numeric_facet_filters:
         return {}
-    from roarsearch.facets.filters import numeric_facet_filter_docs, text_facet_filter_docs
+    text_facet_filter_docs = _stage("roarsearch.facets.filters", "text_facet_filter_docs", "textFacetFilters")
+    numeric_facet_filter_docs = _stage("roarsearch.facets.filters", "numeric_facet_filter_docs", "numericFacetFilters")
 
     selected: dict[str, BitMap] = {}
     for field, values in request.text_facet_filters.items():
