@@ -145,7 +145,7 @@ class Collection:
                 ranks.update(page)
                 return [doc for doc, _ in page]
 
-            groups = group_results(index.columns.get(request.group_by), candidates, rank_docs,
+            groups = group_results(index.field_columns(request.group_by), candidates, rank_docs,
                                    request.skip, group_count, request.group_limit)
             results: list[dict[str, Any]] = [
                 {"value": value, "totalHits": total,
@@ -176,7 +176,7 @@ class Collection:
         fields = resolve_search_fields(request.search_fields, index.text_fields())
         words = plan_words(index.lexicon, request.query, request.typo_tolerance)
         candidates, _ = match_words(WordMatcher(index, fields), words, universe)
-        return search_facet_values(index.columns.get(facet), candidates, request.facet_query or "",
+        return search_facet_values(index.field_columns(facet), candidates, request.facet_query or "",
                                    request.facet_query_count)
 
     def _facets(
@@ -207,20 +207,20 @@ class Collection:
                     docs = docs & other_docs
             return docs
 
-        columns = self.index.columns
+        index = self.index
         if request.text_facets:
             count_text_facet = _stage("roarsearch.facets.text", "count_text_facet", "textFacets")
         if request.numeric_facets:
             numeric_facet = _stage("roarsearch.facets.numeric", "numeric_facet", "numericFacets")
             parse_interval = _stage("roarsearch.facets.numeric", "parse_interval", "numericFacets")
         text_facets = [
-            {"field": field, "values": count_text_facet(columns.get(field), disjunctive(field), request.facet_count)}
+            {"field": field, "values": count_text_facet(index.field_columns(field), disjunctive(field), request.facet_count)}
             for field in request.text_facets
         ]
         numeric_facets = []
         for field, intervals in request.numeric_facets.items():
             parsed = [parse_interval(text, f"numericFacets.{field}[{position}]") for position, text in enumerate(intervals)]
-            numeric_facets.append(numeric_facet(field, columns.get(field), disjunctive(field), parsed))
+            numeric_facets.append(numeric_facet(field, index.field_columns(field), disjunctive(field), parsed))
         return text_facets, numeric_facets
 
     def _result(self, doc: int, rank: float, request: SearchRequest, highlighter: "Highlighter | None") -> dict[str, Any]:

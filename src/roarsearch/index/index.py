@@ -12,16 +12,18 @@ The only per-record Python work is walking each record's leaves once.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection
 from typing import Any
 
+import msgpack
 import numpy as np
 from pyroaring import BitMap
 
 from roarsearch.analysis.analyzer import analyze_batch
 from roarsearch.analysis.normalize import fold_value
 from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, union_all
-from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns
+from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns, ValueColumn
 from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.postings import FieldPostings
 from roarsearch.schema import iter_leaves
@@ -108,6 +110,21 @@ def _add_leaf(fields: _BatchFields, path: str, doc: int, element: int, value: An
         fields.numbers.append(float(value))
 
 
+def _values_at(value: Any, parts: list[str], found: list[Any]) -> None:
+    """Append the scalar values at dotted path ``parts`` of ``value`` (arrays are walked through)."""
+    if isinstance(value, list):
+        for element in value:
+            _values_at(element, parts, found)
+    elif not parts:
+        if value is not None and not isinstance(value, dict):
+            found.append(value)
+    elif isinstance(value, dict):
+        if parts[0] in value:
+            _values_at(value[parts[0]], parts[1:], found)
+        elif len(parts) > 1 and ".".join(parts) in value:  # a key that itself contains dots
+            _values_at(value[".".join(parts)], [], found)
+
+
 def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFields], first_texts: list[str]) -> None:
     for path, element, value in iter_leaves(record):
         fields = _fields_of(by_field, path)
@@ -129,6 +146,10 @@ class Index:
         self.generation = 0
         self._prefix_cache: dict[tuple[str, str], BitMap] = {}
         self._prefix_cache_generation = -1
+        #: Fields whose exact values (short strings, booleans) are indexed. A field joins on first
+        #: use (facet, equality filter, sort, group) and is then kept up to date by every write.
+        self._value_fields: set[str] = set()
+        self._value_build_lock = threading.Lock()
 
     # ------------------------------------------------------------------ writes
 
@@ -164,7 +185,7 @@ class Index:
                 postings.add(docs, term_ids, positions.astype(np.uint32))
         if fields.numbers:
             columns.numeric_column().add(np.asarray(fields.number_docs, dtype=np.uint32), np.asarray(fields.numbers))
-        if fields.value_keys:
+        if fields.value_keys and path in self._value_fields:
             value_column = columns.value_column()
             value_ids = value_column.intern_many(fields.value_keys)
             value_column.add(np.asarray(fields.value_docs, dtype=np.uint32), value_ids)
@@ -214,6 +235,56 @@ class Index:
             self._prefix_cache[key] = cached
         return cached
 
+    def value_column(self, path: str) -> ValueColumn | None:
+        """The exact values of ``path``, indexing them from the stored records on first use.
+
+        Why lazily: a schemaless engine cannot know which of its string fields will be faceted,
+        filtered or sorted on, and indexing every distinct string of every field (names, titles,
+        cast lists) costs more memory than the rest of the index. The first request that needs a
+        field pays one pass over the stored records (about a second per million records); every
+        write after that maintains the column, and snapshots keep it.
+        """
+        columns = self.columns.get(path)
+        if columns is None:
+            return None
+        if path in self._value_fields:
+            return columns.values
+        with self._value_build_lock:  # concurrent searches: one builds, the others wait for it
+            if path not in self._value_fields:
+                columns.values = self._build_value_column(path)
+                self._value_fields.add(path)
+        return columns.values
+
+    def field_columns(self, path: str) -> FieldColumns | None:
+        """The columns of ``path`` with its exact values indexed (see :meth:`value_column`)."""
+        self.value_column(path)
+        return self.columns.get(path)
+
+    def _build_value_column(self, path: str) -> ValueColumn | None:
+        parts = path.split(".")
+        unpackb = msgpack.unpackb
+        payloads = self.docs.payloads
+        value_docs: list[int] = []
+        value_keys: list[Any] = []
+        top_level = parts[0] if len(parts) == 1 else None
+        for doc, payload in zip(self.alive, map(payloads.__getitem__, self.alive)):
+            record = unpackb(payload, raw=False, strict_map_key=False)
+            if top_level is not None:  # the common case: a top-level scalar or array of scalars
+                value = record.get(top_level)
+                found = value if type(value) is list else (value,)
+            else:
+                found = []
+                _values_at(record, parts, found)
+            for value in found:
+                if type(value) is bool or (type(value) is str and len(value) <= MAX_VALUE_LENGTH):
+                    value_docs.append(doc)
+                    value_keys.append(value)
+        if not value_keys:
+            return None
+        column = ValueColumn()
+        column.add(np.asarray(value_docs, dtype=np.uint32), column.intern_many(value_keys))
+        return column
+
     # FieldReader protocol (query.execute): filters evaluate through these.
 
     def known_fields(self) -> Collection[str]:
@@ -226,21 +297,18 @@ class Index:
         found: list[BitMap] = []
         if columns.numeric is not None:
             found.append(columns.numeric.range(value, True, value, True))
-        if columns.values is not None and value in (0, 1):
-            found.append(columns.values.equal_bool(bool(value)))
+        values = self.value_column(field) if value in (0, 1) else None
+        if values is not None:
+            found.append(values.equal_bool(bool(value)))
         return union_all(found)
 
     def equal_text(self, field: str, text: str) -> BitMap:
-        columns = self.columns.get(field)
-        if columns is None or columns.values is None:
-            return EMPTY
-        return columns.values.equal_folded(fold_value(text))
+        values = self.value_column(field)
+        return EMPTY if values is None else values.equal_folded(fold_value(text))
 
     def equal_bool(self, field: str, value: bool) -> BitMap:
-        columns = self.columns.get(field)
-        if columns is None or columns.values is None:
-            return EMPTY
-        return columns.values.equal_bool(value)
+        values = self.value_column(field)
+        return EMPTY if values is None else values.equal_bool(value)
 
     def number_range(self, field: str, low: float | None, low_inclusive: bool, high: float | None, high_inclusive: bool) -> BitMap:
         columns = self.columns.get(field)
@@ -308,6 +376,7 @@ def index_to_state(index: Index) -> dict[str, Any]:
                  "last_id": None if docstore._last_id_key is None else docstore._last_id_key[1]},
         "lexicon": index.lexicon.to_state(),
         "text_fields": index._text_fields,
+        "value_fields": sorted(index._value_fields),
         "postings": postings_state,
         "columns": columns_state,
     }
@@ -315,7 +384,7 @@ def index_to_state(index: Index) -> dict[str, Any]:
 
 def index_from_state(state: dict[str, Any]) -> Index:
     """Rebuild an :class:`Index` from :func:`index_to_state` output without re-analysing records."""
-    from roarsearch.index.columns import NumericColumn, ValueColumn
+    from roarsearch.index.columns import NumericColumn
     from roarsearch.index.docstore import id_sort_key
 
     if state.get("version") != INDEX_STATE_VERSION:
@@ -332,6 +401,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
     docstore._last_id_key = None if last_id is None else id_sort_key(last_id)
     index.lexicon = Lexicon.from_state(state["lexicon"])
     index._text_fields = list(state["text_fields"])
+    index._value_fields = set(state.get("value_fields", []))
     for path, saved in state["postings"].items():
         postings = FieldPostings()
         term_ids = np.frombuffer(saved["term_ids"], dtype=np.uint32).tolist()
@@ -428,6 +498,7 @@ def _column_pairs(index: Index, column: Any, kind: str) -> set[tuple[Any, Any]]:
 def rebuild_index(index: Index) -> Index:
     """A fresh index from the live stored records of ``index``, in doc order."""
     rebuilt = Index()
+    rebuilt._value_fields = set(index._value_fields)  # index the same exact values as the original
     live = [index.docs.record(doc) for doc in index.alive]
     for start in range(0, len(live), 10_000):
         rebuilt.add_records(live[start:start + 10_000])

@@ -32,7 +32,7 @@ def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool) ->
     descending), 2 = missing; value negated when descending."""
     kind = np.full(docs.size, _MISSING)
     value = np.zeros(docs.size)
-    columns = index.columns.get(field)
+    columns = index.field_columns(field)
     if columns is None:
         return kind, value
     if columns.values is not None:
