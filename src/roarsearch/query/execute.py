@@ -1,0 +1,108 @@
+"""Filter trees → bitmaps of matching docs, inside a universe.
+
+Owns: the meaning of each filter node, evaluated on the bitmaps and sorted columns that a
+:class:`FieldReader` (the collection's index) hands out:
+
+- ``f = v``: a number matches numeric values equal to it (booleans count as 0/1) and strings
+  spelling it; a string or bare word matches string values equal to it case- and
+  accent-insensitively (and numbers, when it spells one); ``true``/``false`` match booleans.
+  An array field matches when any element does.
+- ``f != v`` is ``NOT (f = v)``: records lacking the field match it.
+- ``> >= < <=`` match records having a numeric value in range; records lacking one never match.
+- ``IN [...]`` is an OR of equalities; ``EXISTS`` is "has a non-null value".
+- ``NOT x`` is ``universe - x``; AND intersects (stopping at empty), OR unions.
+- A field no record has ever had is a 400 naming it, with the nearest known field suggested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Protocol
+
+from pyroaring import BitMap
+
+from roarsearch.errors import BadRequestError
+from roarsearch.index.bitmaps import union_all
+from roarsearch.query.ast import And, Compare, Exists, FilterNode, In, Literal, Not, Or, fields_of
+from roarsearch.query.filter_parser import _NUMBER, suggest_field
+
+
+class FieldReader(Protocol):
+    def known_fields(self) -> Collection[str]: ...
+    def equal_number(self, field: str, value: float) -> BitMap: ...
+    def equal_text(self, field: str, text: str) -> BitMap: ...
+    def equal_bool(self, field: str, value: bool) -> BitMap: ...
+    def number_range(self, field: str, low: float | None, low_inclusive: bool,
+                     high: float | None, high_inclusive: bool) -> BitMap: ...
+    def exists(self, field: str) -> BitMap: ...
+
+
+def check_fields(node: FilterNode, reader: FieldReader) -> None:
+    """Raise a 400 for the first field of ``node`` that no record has ever had."""
+    known = reader.known_fields()
+    for field, span in fields_of(node):
+        if field not in known:
+            guess = suggest_field(field, known)
+            hint = f"; did you mean '{guess}'?" if guess else ""
+            raise BadRequestError(f"filter: unknown field '{field}' at position {span.start}{hint}", field="filter")
+
+
+def _equal(reader: FieldReader, field: str, literal: Literal) -> BitMap:
+    value = literal.value
+    if literal.kind == "bool":
+        return reader.equal_bool(field, bool(value))
+    if literal.kind == "number":
+        text = reader.equal_text(field, _source_text(literal))
+        return reader.equal_number(field, float(value)) | text
+    parts = [reader.equal_text(field, str(value))]
+    if _NUMBER.fullmatch(str(value)):
+        parts.append(reader.equal_number(field, float(str(value))))
+    return union_all(parts)
+
+
+def _source_text(literal: Literal) -> str:
+    value = literal.value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _range(reader: FieldReader, node: Compare) -> BitMap:
+    bound = float(node.value.value)
+    if node.op == ">":
+        return reader.number_range(node.field, bound, False, None, False)
+    if node.op == ">=":
+        return reader.number_range(node.field, bound, True, None, False)
+    if node.op == "<":
+        return reader.number_range(node.field, None, False, bound, False)
+    return reader.number_range(node.field, None, False, bound, True)
+
+
+def evaluate_filter(node: FilterNode, reader: FieldReader, universe: BitMap) -> BitMap:
+    """Docs of ``universe`` selected by ``node`` (always a subset of ``universe``)."""
+    check_fields(node, reader)
+    return _evaluate(node, reader, universe)
+
+
+def _evaluate(node: FilterNode, reader: FieldReader, universe: BitMap) -> BitMap:
+    if isinstance(node, Compare):
+        if node.op in ("=", "!="):
+            matched = _equal(reader, node.field, node.value) & universe
+            return universe - matched if node.op == "!=" else matched
+        return _range(reader, node) & universe
+    if isinstance(node, In):
+        return union_all([_equal(reader, node.field, value) for value in node.values]) & universe
+    if isinstance(node, Exists):
+        return reader.exists(node.field) & universe
+    if isinstance(node, Not):
+        return universe - _evaluate(node.child, reader, universe)
+    if isinstance(node, And):
+        result = universe
+        for child in node.children:
+            result = _evaluate(child, reader, result)  # each child narrows what the next one sees
+            if not result:
+                break
+        return result
+    if isinstance(node, Or):
+        return union_all([_evaluate(child, reader, universe) for child in node.children])
+    raise TypeError(f"not a filter node: {node!r}")  # unreachable: the parser builds only the above
