@@ -42,7 +42,7 @@ def word_typos(word: str, token: str, budget: int, is_prefix: bool) -> int | Non
         if distance <= budget:
             best = distance
         if is_prefix:
-            for cut in range(max(0, len(word) - budget), min(len(token), len(word) + budget) + 1):
+            for cut in range(len(word), min(len(token), len(word) + budget) + 1):
                 distance = OSA.distance(word, token[:cut])
                 if distance <= budget and (best is None or distance < best):
                     best = distance

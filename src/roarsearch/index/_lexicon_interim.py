@@ -41,7 +41,7 @@ class Lexicon:
     def prefix_candidates(self, prefix: str, max_typos: int = 0) -> list[tuple[int, int]]:
         best: dict[int, int] = {}
         for i, t in enumerate(self._terms):
-            for cut in range(max(0, len(prefix) - max_typos), len(prefix) + max_typos + 1):
+            for cut in range(len(prefix), len(prefix) + max_typos + 1):
                 d = OSA.distance(prefix, t[:cut])
                 if d <= max_typos and d < best.get(i, 99):
                     best[i] = d
