@@ -41,11 +41,13 @@ def word_typos(word: str, token: str, budget: int, is_prefix: bool) -> int | Non
         distance = OSA.distance(word, token)
         if distance <= budget:
             best = distance
-        if is_prefix:
-            for cut in range(len(word), min(len(token), len(word) + budget) + 1):
-                distance = OSA.distance(word, token[:cut])
-                if distance <= budget and (best is None or distance < best):
-                    best = distance
+        if is_prefix and (best is None or best > 1):
+            # While typing, the last word tolerates one typo in its beginning; the typed last letter
+            # must be matched (dropping it is not a typo).
+            near = any(c <= len(token) and OSA.distance(word, token[:c]) <= 1 for c in (len(word), len(word) + 1))
+            near = near or any(token.startswith(word[:j] + word[j + 1:]) for j in range(len(word) - 1))
+            if near:
+                best = 1
     return best
 
 

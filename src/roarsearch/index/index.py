@@ -28,10 +28,7 @@ from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.postings import FieldPostings
 from roarsearch.schema import iter_leaves
 
-try:
-    from roarsearch.index.lexicon import Lexicon
-except ImportError:  # pragma: no cover - until the lexicon module lands
-    from roarsearch.index._lexicon_interim import Lexicon  # type: ignore[assignment]
+from roarsearch.index.lexicon import Lexicon
 
 #: Positions of successive values of one field (array elements) are this far apart, so that
 #: proximity never rewards words that sit in different elements.
