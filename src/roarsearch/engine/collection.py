@@ -23,13 +23,14 @@ from pyroaring import BitMap
 
 from roarsearch.engine.request import SearchRequest
 from roarsearch.errors import BadRequestError
-from roarsearch.index.index import Index
+from roarsearch.index.index import Index, index_to_state
+from roarsearch.storage.store import CollectionStore
 from roarsearch.query.match import WordMatcher, match_words
 from roarsearch.query.plan import WordPlan, plan_words, resolve_search_fields
 from roarsearch.ranking.bucket_sort import RelevanceRules, bucket_sort, pack_costs
 from roarsearch.ranking.highlight import Highlighter
 from roarsearch.ranking.sort import sort_page
-from roarsearch.schema import RecordId, project
+from roarsearch.schema import project
 
 
 class ReadWriteLock:
@@ -78,20 +79,56 @@ class Collection:
         self.name = name
         self.index = index if index is not None else Index()
         self.lock = ReadWriteLock()
+        #: Held for a whole write (log, apply) and for a whole snapshot: writers queue on it while
+        #: searches, which only need ``lock.reading()``, keep running during the fsync and snapshot.
+        self.write_mutex = threading.Lock()
+        self.store: CollectionStore | None = None
 
     def __len__(self) -> int:
         return len(self.index.docs)
 
-    # ------------------------------------------------------------------ writes (caller holds lock.writing)
+    # ------------------------------------------------------------------ writes
 
-    def apply_add(self, records: list[dict[str, Any]]) -> None:
-        self.index.add_records(records)
+    def apply(self, payload: dict[str, Any]) -> Any:
+        """Apply one validated batch to the index (replay and live writes alike)."""
+        operation = payload["op"]
+        if operation == "add":
+            self.index.add_records(payload["records"])
+            return None
+        if operation == "delete":
+            return self.index.delete_ids(payload["ids"])
+        if operation == "clear":
+            return self.index.delete_docs(self.index.alive.copy())
+        raise ValueError(f"unknown batch operation {operation!r}")
 
-    def apply_delete_ids(self, record_ids: list[RecordId]) -> list[bool]:
-        return self.index.delete_ids(record_ids)
+    def write(self, payload: dict[str, Any]) -> Any:
+        """Make ``payload`` durable (when on disk), then apply it; searches see it whole or not at all."""
+        with self.write_mutex:
+            return self._write_locked(payload)
 
-    def apply_delete_docs(self, docs: BitMap) -> int:
-        return self.index.delete_docs(docs)
+    def _write_locked(self, payload: dict[str, Any]) -> Any:
+        if self.store is not None:
+            self.store.log(payload)  # raises StorageError, having changed nothing, when it cannot
+        with self.lock.writing():
+            result = self.apply(payload)
+        if self.store is not None and self.store.should_snapshot():
+            self.take_snapshot()
+        return result
+
+    def write_delete_by_filter(self, filter_text: str) -> int:
+        """Delete the records a filter selects, logged as the record ids it resolved to."""
+        with self.write_mutex:
+            with self.lock.reading():
+                docs = self.filter_docs(filter_text, self.index.alive)
+                record_ids = [self.index.docs.record_ids[doc] for doc in docs]
+            found = self._write_locked({"op": "delete", "ids": record_ids})
+            return sum(found)
+
+    def take_snapshot(self) -> None:
+        """Write the whole state to a new snapshot and reset the log (caller holds ``write_mutex``)."""
+        assert self.store is not None
+        with self.lock.reading():  # searches go on; writers wait on write_mutex
+            self.store.snapshot(index_to_state(self.index))
 
     # ------------------------------------------------------------------ search (caller holds lock.reading)
 
