@@ -242,8 +242,11 @@ def bucket_sort(
         nonlocal skipped
         if skipped + len(bucket) <= skip:
             skipped += len(bucket)
-        elif depth == len(rules) or len(bucket) == 1:
+        elif depth == len(rules):
             place(bucket, costs)
+        elif len(bucket) == 1:
+            # Placed early, but its _rank must still tell its true costs: one doc is cheap to score.
+            place(bucket, costs + tuple(next(iter(rule(bucket)))[0] for rule in rules[depth:]))
         else:
             stack.append((depth, costs, rules[depth](bucket)))
 

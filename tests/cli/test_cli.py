@@ -1,0 +1,81 @@
+"""This module tests the following properties, running the real command:
+
+- import loads JSON Lines, a JSON array and CSV in batches; a bad line stops it with the line
+  number and writes nothing of its batch (earlier batches stay);
+- search prints a readable table, or JSON with --json; check reports ok (0) and damage (1);
+- usage errors exit 2; the script and python -m are the same program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "roarsearch", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+
+
+def test_import_search_check_jsonl(tmp_path: Path) -> None:
+    source = tmp_path / "people.jsonl"
+    source.write_text("\n".join(json.dumps({"id": i, "name": f"person {i}", "team": "red" if i % 2 else "blue"})
+                                for i in range(25)) + "\n")
+    data = tmp_path / "data"
+    result = run("import", "people", str(source), "--data", str(data), "--batch-size", "10")
+    assert result.returncode == 0, result.stderr
+    assert "imported 25 records" in result.stdout
+    table = run("search", "people", "person", "--data", str(data), "--facet", "team", "--count", "3")
+    assert table.returncode == 0 and "25 hits" in table.stdout and "facet team: blue (13), red (12)" in table.stdout
+    raw = run("search", "people", "persn 7", "--data", str(data), "--json")
+    assert json.loads(raw.stdout)["results"][0]["id"] == 7
+    assert run("check", "--data", str(data)).returncode == 0
+
+
+def test_bad_line_stops_import_and_keeps_earlier_batches(tmp_path: Path) -> None:
+    lines = [json.dumps({"id": i}) for i in range(12)]
+    lines[7] = '{"id": 7, "broken": '
+    source = tmp_path / "bad.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    data = tmp_path / "data"
+    result = run("import", "c", str(source), "--data", str(data), "--batch-size", "5")
+    assert result.returncode == 1
+    assert "line 8: malformed JSON" in result.stderr
+    raw = run("search", "c", "--data", str(data), "--json", "--count", "100")
+    assert json.loads(raw.stdout)["totalHits"] == 5  # the first batch only, nothing of the second
+
+
+def test_invalid_record_names_its_line(tmp_path: Path) -> None:
+    source = tmp_path / "records.json"
+    source.write_text(json.dumps([{"id": 1}, {"id": 2}, {"name": "no id"}]))
+    result = run("import", "c", str(source), "--data", str(tmp_path / "d"))
+    assert result.returncode == 1 and "line 3: records[2].id: is required" in result.stderr
+
+
+def test_csv_import(tmp_path: Path) -> None:
+    source = tmp_path / "items.csv"
+    source.write_text("id,title,price\n1,Red shirt,10.5\n2,Blue shirt,20\n")
+    data = tmp_path / "data"
+    assert run("import", "items", str(source), "--data", str(data)).returncode == 0
+    raw = run("search", "items", "shirt", "--data", str(data), "--json", "--filter", "price > 15")
+    assert [r["id"] for r in json.loads(raw.stdout)["results"]] == [2]
+
+
+def test_check_reports_damage_and_usage_errors(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    source = tmp_path / "a.jsonl"
+    source.write_text('{"id": 1, "t": "x"}\n')
+    assert run("import", "c", str(source), "--data", str(data)).returncode == 0
+    snapshot = data / "default" / "collections" / "c" / "snapshot.rsnap"
+    raw = bytearray(snapshot.read_bytes())
+    raw[-1] ^= 0xFF
+    snapshot.write_bytes(bytes(raw))
+    damaged = run("check", "--data", str(data))
+    assert damaged.returncode == 1 and "checksum" in damaged.stderr
+    assert run("search").returncode == 2
+    assert run("frobnicate").returncode == 2
