@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 NAMES = (
     "wal.after_append_before_fsync",
@@ -44,7 +46,9 @@ _armed: dict[str, str] = _parse(os.environ.get("ROARSEARCH_FAILPOINTS", ""))
 
 
 def arm(name: str, action: str) -> None:
-    """Arm a failpoint in this process (tests); ``action``: kill, raise or sleep:<ms>."""
+    """Arm a failpoint in this process (tests); ``action``: kill, kill@<n>, raise or sleep:<ms>."""
+    if name not in NAMES:
+        raise ValueError(f"unknown failpoint {name!r}; known: {', '.join(NAMES)}")
     _armed[name] = action
 
 
@@ -52,7 +56,18 @@ def disarm_all() -> None:
     _armed.clear()
 
 
+@contextmanager
+def armed(name: str, action: str) -> Iterator[None]:
+    """Arm ``name`` for the duration of a ``with`` block (tests)."""
+    arm(name, action)
+    try:
+        yield
+    finally:
+        _armed.pop(name, None)
+
+
 def hit(name: str) -> None:
+    """Run the action armed for ``name``, if any. Disarmed (always, outside tests): one truth test."""
     if not _armed:
         return
     action = _armed.get(name)

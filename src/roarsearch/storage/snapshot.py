@@ -1,56 +1,193 @@
-"""Snapshots: the whole collection state in one checksummed file, replaced atomically.
+"""Snapshots: a whole state in one checksummed msgpack file, replaced atomically.
 
-Owns: writing (temporary file, fsync, ``os.replace``, directory fsync) and reading (magic,
-version, length and CRC checked before the body is decoded). Format in
-:mod:`roarsearch.storage.format`.
+Owns: writing a state (temporary file, fsync, ``os.replace``, directory fsync — the file is
+either the old snapshot or the new one, whole) and reading one back (magic, version, length and
+CRC checked before a byte of the body is decoded). Byte layout: :mod:`roarsearch.storage.format`.
+Caller: :class:`~roarsearch.storage.store.CollectionStore`, which wraps the engine's index state
+with the log position it includes.
+
+Memory: the state's large binary values (serialised bitmaps, numpy buffers — passed as
+``bytes``, ``bytearray`` or a contiguous ``memoryview``) are written straight from the caller's
+buffers, and everything else is packed in ~1 MiB pieces, so writing a 500 MB state costs about
+1 MiB on top of the state itself. Reading is one ``read`` of the file and one msgpack decode of a
+memoryview over it; the file buffer is dropped once decoded (msgpack copies binary values out,
+so the peak is the file plus the decoded state).
+
+Failpoints: ``snapshot.during_write`` (the temporary file holds part of the body and a zeroed
+header), ``snapshot.after_rename`` (the new snapshot is durable, the caller has not reset its log).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import struct
+import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import msgpack
 
-from roarsearch.errors import CorruptionError
+from roarsearch.errors import CorruptionError, StorageError
 from roarsearch.storage import failpoints
-from roarsearch.storage.format import FORMAT_VERSION, SNAPSHOT_HEADER, SNAPSHOT_MAGIC, crc32
+from roarsearch.storage.format import (
+    SNAPSHOT_HEADER,
+    SNAPSHOT_MAGIC,
+    crc32,
+    describe_version_mismatch,
+    pack_snapshot_header,
+)
 from roarsearch.storage.fs import FileSystem
 
+#: Binary values at least this large are written from the caller's buffer, not copied.
+DIRECT_WRITE_BYTES = 64 * 1024
+#: Small pieces are gathered into writes of about this size.
+WRITE_CHUNK_BYTES = 1024 * 1024
+#: Long lists and maps are packed this many items at a time (C speed, bounded memory).
+PACK_SLICE_ITEMS = 4096
+#: Lists up to this long are walked item by item, so that large binary items inside stay uncopied.
+WALK_LIST_ITEMS = 64
 
-def write_snapshot(fs: FileSystem, path: str, last_seq: int, index_state: dict[str, Any]) -> None:
-    body = msgpack.packb({"format": FORMAT_VERSION, "last_seq": last_seq, "index": index_state}, use_bin_type=True)
-    header = SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, len(body), crc32(body))
-    temporary = path + ".tmp"
-    if failpoints._armed.get("snapshot.during_write"):
-        half = len(body) // 2
-        fs.write_new(temporary, [header, body[:half]])
-        failpoints.hit("snapshot.during_write")
-        fs.write_new(temporary, [header, body])
+Buffer = bytes | bytearray | memoryview
+
+
+def _bin_header(length: int) -> bytes:
+    """msgpack bin8/16/32 header (big-endian lengths, as msgpack specifies)."""
+    if length < 1 << 8:
+        return b"\xc4" + struct.pack(">B", length)
+    if length < 1 << 16:
+        return b"\xc5" + struct.pack(">H", length)
+    return b"\xc6" + struct.pack(">I", length)
+
+
+def _container_header_size(count: int) -> int:
+    """Bytes of the array/map header msgpack puts before ``count`` items (fix, 16 or 32)."""
+    return 1 if count < 16 else 3 if count < 1 << 16 else 5
+
+
+def _pieces(value: Any, packer: msgpack.Packer) -> Iterator[Buffer]:
+    """``value`` as msgpack, piece by piece; same bytes as ``packer.pack(value)``."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        view = memoryview(value).cast("B") if isinstance(value, memoryview) else value
+        if len(view) >= DIRECT_WRITE_BYTES:
+            yield _bin_header(len(view))
+            yield view
+        else:
+            yield packer.pack(bytes(view) if isinstance(view, memoryview) else view)
+    elif isinstance(value, dict):
+        yield packer.pack_map_header(len(value))
+        if len(value) <= PACK_SLICE_ITEMS:
+            for key, item in value.items():
+                yield packer.pack(key)
+                yield from _pieces(item, packer)
+        else:
+            items = iter(value.items())
+            while piece := dict(itertools.islice(items, PACK_SLICE_ITEMS)):
+                yield memoryview(packer.pack(piece))[_container_header_size(len(piece)):]
+    elif isinstance(value, (list, tuple)):
+        yield packer.pack_array_header(len(value))
+        if len(value) <= WALK_LIST_ITEMS:
+            for item in value:
+                yield from _pieces(item, packer)
+        else:
+            for start in range(0, len(value), PACK_SLICE_ITEMS):
+                part = value[start:start + PACK_SLICE_ITEMS]
+                yield memoryview(packer.pack(part))[_container_header_size(len(part)):]
     else:
-        fs.write_new(temporary, [header, body])
-    fs.replace(temporary, path)
-    fs.fsync_dir(os.path.dirname(path))
+        yield packer.pack(value)
+
+
+def encode_chunks(state: Any) -> Iterator[Buffer]:
+    """``state`` as msgpack in writes of about ``WRITE_CHUNK_BYTES`` (large buffers passed through)."""
+    packer = msgpack.Packer(use_bin_type=True)
+    pending = bytearray()
+    for piece in _pieces(state, packer):
+        if len(piece) >= DIRECT_WRITE_BYTES:
+            if pending:
+                yield pending
+                pending = bytearray()
+            yield piece
+        else:
+            pending += piece
+            if len(pending) >= WRITE_CHUNK_BYTES:
+                yield pending
+                pending = bytearray()
+    if pending:
+        yield pending
+
+
+def write_snapshot(fs: FileSystem, path: str, state: dict[str, Any]) -> int:
+    """Replace the snapshot at ``path`` with ``state``, durably; returns the file's size.
+
+    On any I/O failure the previous snapshot is left in place, the temporary file is removed
+    (best effort) and :class:`StorageError` is raised.
+    """
+    temporary = path + ".tmp"
+    body = {"length": 0, "crc": 0}
+
+    def chunks() -> Iterator[Buffer]:
+        # A zeroed header first: a file cut short anywhere has no valid magic, and the real
+        # header (which needs the body's length and CRC) is patched in once the body is written.
+        yield bytes(SNAPSHOT_HEADER.size)
+        for number, chunk in enumerate(encode_chunks(state)):
+            yield chunk
+            body["length"] += len(chunk)
+            body["crc"] = zlib.crc32(chunk, body["crc"])
+            if number == 0:
+                failpoints.hit("snapshot.during_write")
+
+    try:
+        fs.write_new(temporary, chunks())
+        fs.write_at(temporary, 0, pack_snapshot_header(body["length"], body["crc"]))
+        fs.fsync(temporary)
+        fs.replace(temporary, path)
+    except OSError as error:
+        try:
+            fs.remove(temporary)
+        except OSError:
+            pass  # a leftover .tmp is harmless: it is never read and is removed at the next open
+        raise StorageError(
+            f"{path}: the snapshot could not be written ({error.strerror or error}); the previous snapshot is unchanged"
+        ) from error
+    try:
+        fs.fsync_dir(os.path.dirname(path) or ".")
+    except OSError as error:
+        raise StorageError(
+            f"{path}: the new snapshot is in place but its directory could not be synced ({error.strerror or error})"
+        ) from error
     failpoints.hit("snapshot.after_rename")
+    return SNAPSHOT_HEADER.size + body["length"]
 
 
-def read_snapshot(fs: FileSystem, path: str) -> tuple[int, dict[str, Any]] | None:
-    """``(last_seq, index state)`` of the snapshot at ``path``, or None when there is none."""
-    if not fs.exists(path):
-        return None
-    data = fs.read(path)
+def read_snapshot(fs: FileSystem, path: str) -> Any:
+    """The state stored at ``path``, after checking magic, version, length and CRC.
+
+    Raises ``FileNotFoundError`` when there is no file, :class:`CorruptionError` naming the file
+    and offset when it is damaged, :class:`StorageError` when it cannot be read.
+    """
+    try:
+        data = fs.read(path)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise StorageError(f"{path}: the snapshot could not be read ({error.strerror or error})") from error
     if len(data) < SNAPSHOT_HEADER.size:
-        raise CorruptionError(f"{path}: offset 0: snapshot header is cut short ({len(data)} bytes)")
+        raise CorruptionError(f"{path}: offset 0: snapshot header is cut short ({len(data)} of {SNAPSHOT_HEADER.size} bytes)")
     magic, length, checksum = SNAPSHOT_HEADER.unpack_from(data, 0)
     if magic != SNAPSHOT_MAGIC:
-        raise CorruptionError(f"{path}: offset 0: not a roarsearch snapshot of format version {FORMAT_VERSION}")
+        raise CorruptionError(f"{path}: offset 0: {describe_version_mismatch(magic, SNAPSHOT_MAGIC, 'snapshot')}")
     body = memoryview(data)[SNAPSHOT_HEADER.size:]
     if len(body) != length:
-        raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body is {len(body)} bytes, header says {length}")
+        where = SNAPSHOT_HEADER.size + min(len(body), length)
+        raise CorruptionError(
+            f"{path}: offset {where}: snapshot body is {len(body)} bytes, its header says {length} "
+            "(file cut short or extended)"
+        )
     if crc32(body) != checksum:
         raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body fails its checksum")
     try:
-        decoded = msgpack.unpackb(body, raw=False, strict_map_key=False)
-        return int(decoded["last_seq"]), decoded["index"]
+        return msgpack.unpackb(body, raw=False, strict_map_key=False)
     except Exception as error:  # noqa: BLE001 - a checksummed body that does not decode is corruption too
         raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body does not decode ({error})") from error
+    finally:
+        body.release()

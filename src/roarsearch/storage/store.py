@@ -1,104 +1,230 @@
-"""A durable collection on disk: its snapshot and write-ahead log, and the data directory.
+"""A durable collection on disk (snapshot + write-ahead log) and the data directory holding them.
 
-Owns: the per-collection pair snapshot + log (open → state and batches to replay; log a batch;
-take a snapshot and reset the log) and the data directory (format marker, lock, one folder per
-collection). The engine decides when to call what; this module only moves bytes. Layout and byte
-formats: :mod:`roarsearch.storage.format`.
+Owns: the per-collection pair snapshot + log — open (the snapshot's state and the batches logged
+after it), log a batch, take a snapshot and reset the log, verify checksums — and the data
+directory: its ``FORMAT`` marker, its ``LOCK``, one folder per collection, consistent backups.
+The engine decides what to log and when to snapshot; this module only moves bytes. Layout and
+byte formats: :mod:`roarsearch.storage.format`. Callers: ``roarsearch.engine.engine.Engine``
+(``DataDirectoryStore``) and ``roarsearch.engine.collection.Collection`` (``CollectionStore``).
+
+Every file names its format version (``FORMAT``'s second line; the byte after the magic of
+``wal.rlog`` and ``snapshot.rsnap``; the snapshot body's ``"format"`` key).
+
+Invariants:
+
+- The snapshot's ``last_seq`` is the sequence number of the last log record it includes. Records
+  numbered at most ``last_seq`` are skipped on replay, so a crash between the snapshot's rename and
+  the log's reset never applies a batch twice; the log is reset only after the new snapshot's
+  rename is durable, so a batch is never lost either.
+- Writers are serialised by the caller (one writer per collection at a time).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
-from roarsearch.errors import CorruptionError
-from roarsearch.storage.format import DIRECTORY_FORMAT
+from roarsearch.errors import BadRequestError, CorruptionError, StorageError
+from roarsearch.storage.format import DIRECTORY_FORMAT, DIRECTORY_FORMAT_PREFIX, FORMAT_VERSION
 from roarsearch.storage.fs import FileSystem
-from roarsearch.storage.lock import DirectoryLock
+from roarsearch.storage.lock import LOCK_FILE, DirectoryLock
 from roarsearch.storage.snapshot import read_snapshot, write_snapshot
 from roarsearch.storage.wal import WriteAheadLog
 
-#: A snapshot is taken (and the log reset) once the log holds this many bytes or batches.
+#: A snapshot is due (and the log is reset) once the log holds this many bytes ...
 SNAPSHOT_LOG_BYTES = int(os.environ.get("ROARSEARCH_SNAPSHOT_LOG_BYTES", 64 * 1024 * 1024))
+#: ... or this many batches not yet in the snapshot. (The environment variables are for tests.)
 SNAPSHOT_LOG_RECORDS = int(os.environ.get("ROARSEARCH_SNAPSHOT_LOG_RECORDS", 1000))
+
+SNAPSHOT_FILE = "snapshot.rsnap"
+WAL_FILE = "wal.rlog"
+FORMAT_FILE = "FORMAT"
+COLLECTIONS_DIR = "collections"
 
 
 class CollectionStore:
+    """One collection's files: ``open()``, then ``log()`` each batch, ``snapshot()`` when due."""
+
     def __init__(self, fs: FileSystem, directory: str) -> None:
         self.fs = fs
         self.directory = directory
-        self.snapshot_path = os.path.join(directory, "snapshot.rsnap")
-        self.wal = WriteAheadLog(fs, os.path.join(directory, "wal.rlog"))
+        self.snapshot_path = os.path.join(directory, SNAPSHOT_FILE)
+        self.wal = WriteAheadLog(fs, os.path.join(directory, WAL_FILE))
+        #: Sequence number of the last batch the snapshot on disk includes (0: no snapshot).
         self.last_snapshot_seq = 0
 
-    def open(self) -> tuple[dict[str, Any] | None, Iterator[tuple[int, Any]]]:
-        """The snapshot's index state (or None) and the log's batches written after it."""
-        self.fs.makedirs(self.directory)
-        loaded = read_snapshot(self.fs, self.snapshot_path)
+    def open(self) -> tuple[Any | None, Iterator[tuple[int, Any]]]:
+        """The snapshot's index state (None when there is none) and ``(seq, payload)`` of the batches after it.
+
+        Creates the collection's folder and an empty log when they do not exist. Raises
+        :class:`CorruptionError` naming file and offset when a file is damaged.
+        """
+        if not self.fs.isdir(self.directory):
+            try:
+                self.fs.makedirs(self.directory)
+                self.fs.fsync_dir(os.path.dirname(self.directory))
+            except OSError as error:
+                raise StorageError(f"{self.directory}: the collection folder could not be created ({error.strerror or error})") from error
+        for leftover in (self.snapshot_path + ".tmp", self.wal.path + ".tmp"):
+            if self.fs.exists(leftover):  # an interrupted snapshot or reset: never read, just removed
+                self.fs.remove(leftover)
         state = None
-        if loaded is not None:
-            self.last_snapshot_seq, state = loaded
+        self.last_snapshot_seq = 0
+        if self.fs.exists(self.snapshot_path):
+            body = read_snapshot(self.fs, self.snapshot_path)
+            if not (isinstance(body, dict) and isinstance(body.get("last_seq"), int) and "index" in body):
+                raise CorruptionError(f"{self.snapshot_path}: offset 24: snapshot body lacks last_seq or index")
+            if body.get("format") != FORMAT_VERSION:
+                raise CorruptionError(
+                    f"{self.snapshot_path}: offset 24: snapshot body of format {body.get('format')!r}; "
+                    f"this roarsearch reads format version {FORMAT_VERSION}"
+                )
+            self.last_snapshot_seq, state = body["last_seq"], body["index"]
         return state, self.wal.open(self.last_snapshot_seq)
 
     def log(self, payload: Any) -> int:
+        """Append ``payload`` durably (fsynced) and return its sequence number; see :meth:`WriteAheadLog.append`."""
         return self.wal.append(payload)
 
     def should_snapshot(self) -> bool:
-        return self.wal.size >= SNAPSHOT_LOG_BYTES or self.wal.records >= SNAPSHOT_LOG_RECORDS
+        return self.wal.size_bytes >= SNAPSHOT_LOG_BYTES or self.wal.record_count >= SNAPSHOT_LOG_RECORDS
 
-    def snapshot(self, index_state: dict[str, Any]) -> None:
+    def snapshot(self, index_state: Any) -> None:
+        """Write ``index_state`` (which must include every logged batch) as the snapshot, then reset the log.
+
+        Raises :class:`StorageError` when the disk refuses; the batches stay safe in the log either way.
+        """
         last_seq = self.wal.next_seq - 1
-        write_snapshot(self.fs, self.snapshot_path, last_seq, index_state)
+        write_snapshot(self.fs, self.snapshot_path, {"format": FORMAT_VERSION, "last_seq": last_seq, "index": index_state})
         self.last_snapshot_seq = last_seq
         self.wal.reset()
 
     def verify(self) -> list[str]:
-        """Checksums of the snapshot and every log record, re-read from disk."""
+        """Problems found re-reading the snapshot and every log record from disk (empty: all checksums hold)."""
         problems = []
         if self.wal.truncated_tail is not None:
             offset, size = self.wal.truncated_tail
-            problems.append(f"{self.wal.path}: offset {offset}: {size} bytes of an unfinished write were cut off at open "
-                            "(a crash during a write; the batch had not been acknowledged)")
+            problems.append(
+                f"{self.wal.path}: offset {offset}: {size} bytes of an unfinished write were cut off at open "
+                "(a crash during a write; the batch had not been acknowledged)"
+            )
         try:
-            read_snapshot(self.fs, self.snapshot_path)
-        except CorruptionError as error:
-            problems.append(error.data)
-        try:
-            for _ in WriteAheadLog(self.fs, self.wal.path).open(self.last_snapshot_seq):
+            if self.fs.exists(self.snapshot_path):
+                read_snapshot(self.fs, self.snapshot_path)
+            for _payload in self.wal.replay(self.last_snapshot_seq):
                 pass
-        except CorruptionError as error:
+        except (CorruptionError, StorageError) as error:
             problems.append(error.data)
         return problems
 
+    def close(self) -> None:
+        """Nothing stays open between calls; present so that callers can treat every store alike."""
 
-class DataDirectory:
-    """The data directory: format marker, lock, and one folder per collection."""
 
-    def __init__(self, path: str, fs: FileSystem | None = None) -> None:
+class DataDirectoryStore:
+    """The data directory: ``FORMAT`` marker, ``LOCK``, one folder per collection.
+
+    Opening takes the lock (:class:`~roarsearch.errors.DirectoryLockedError` if another engine,
+    in any process, holds it) and creates the directory when it does not exist. A non-empty
+    directory that is not a roarsearch data directory is refused rather than written into.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], fs: FileSystem | None = None) -> None:
         self.fs = fs or FileSystem()
-        self.path = os.path.abspath(path)
-        self.fs.makedirs(os.path.join(self.path, "collections"))
+        self.path = os.path.abspath(os.fspath(path))
+        self.collections_path = os.path.join(self.path, COLLECTIONS_DIR)
+        try:
+            self.fs.makedirs(self.path)
+        except OSError as error:
+            raise StorageError(f"{self.path}: the data directory could not be created ({error.strerror or error})") from error
         self.lock = DirectoryLock(self.path)
         self.lock.acquire()
-        marker = os.path.join(self.path, "FORMAT")
         try:
-            if self.fs.exists(marker):
-                if self.fs.read(marker) != DIRECTORY_FORMAT:
-                    raise CorruptionError(f"{marker}: offset 0: not a roarsearch data directory of format version 1")
-            else:
-                self.fs.write_new(marker, [DIRECTORY_FORMAT])
-                self.fs.fsync_dir(self.path)
+            self._check_or_create()
         except BaseException:
             self.lock.release()
             raise
 
+    def _check_or_create(self) -> None:
+        marker = os.path.join(self.path, FORMAT_FILE)
+        if self.fs.exists(marker):
+            content = self.fs.read(marker)
+            if not content.startswith(DIRECTORY_FORMAT_PREFIX):
+                raise CorruptionError(f"{marker}: offset 0: not a roarsearch data directory marker")
+            version = content[len(DIRECTORY_FORMAT_PREFIX):].strip()
+            if content != DIRECTORY_FORMAT:
+                raise CorruptionError(
+                    f"{marker}: offset {len(DIRECTORY_FORMAT_PREFIX)}: data directory of format version "
+                    f"{version.decode('ascii', 'replace')!r}; this roarsearch reads format version {FORMAT_VERSION}"
+                )
+        else:
+            strangers = [name for name in self.fs.listdir(self.path)
+                         if name not in (LOCK_FILE, COLLECTIONS_DIR, FORMAT_FILE + ".tmp")]
+            if strangers:
+                raise BadRequestError(
+                    f"path: {self.path!r} is not a roarsearch data directory and not empty (it holds "
+                    f"{strangers[0]!r}); refusing to write into it", field="path",
+                )
+            try:
+                self.fs.write_new(marker + ".tmp", [DIRECTORY_FORMAT])
+                self.fs.fsync(marker + ".tmp")
+                self.fs.replace(marker + ".tmp", marker)
+                self.fs.fsync_dir(self.path)
+            except OSError as error:
+                raise StorageError(f"{marker}: the data directory could not be initialised ({error.strerror or error})") from error
+        if not self.fs.isdir(self.collections_path):
+            try:
+                self.fs.makedirs(self.collections_path)
+                self.fs.fsync_dir(self.path)
+            except OSError as error:
+                raise StorageError(f"{self.collections_path}: could not be created ({error.strerror or error})") from error
+
     def collection_names(self) -> list[str]:
-        return [name for name in self.fs.listdir(os.path.join(self.path, "collections"))
-                if os.path.isdir(os.path.join(self.path, "collections", name))]
+        """Names of the collections on disk, sorted."""
+        return [name for name in self.fs.listdir(self.collections_path)
+                if not name.startswith(".") and self.fs.isdir(os.path.join(self.collections_path, name))]
 
     def collection(self, name: str) -> CollectionStore:
-        return CollectionStore(self.fs, os.path.join(self.path, "collections", name))
+        """The store of collection ``name`` (not opened yet: call its ``open()``)."""
+        if not name or name in (".", "..") or "/" in name or "\0" in name or name.startswith("."):
+            raise ValueError(f"collection name {name!r} cannot be a folder name")
+        return CollectionStore(self.fs, os.path.join(self.collections_path, name))
 
     def close(self) -> None:
+        """Release the lock (idempotent). Snapshots are the engine's to take before this."""
         self.lock.release()
+
+
+#: The name the engine imports.
+DataDirectory = DataDirectoryStore
+
+
+def backup_data_directory(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> list[str]:
+    """Copy a data directory — even one an engine has open and is writing — into a consistent backup.
+
+    Per collection the log is copied *before* the snapshot. Whatever snapshot is copied then
+    includes everything up to the copied log's start, or more: a snapshot taken between the two
+    copies includes every record of the copied log, whose records are then skipped on open. (The
+    other order can lose the batches of a snapshot-and-reset that happens between the copies.) A
+    log copied in the middle of an append ends in an incomplete record, cut off at open like any
+    torn tail. ``target`` must not exist. Returns the collections copied.
+    """
+    source, target = os.fspath(source), os.fspath(target)
+    os.makedirs(os.path.join(target, COLLECTIONS_DIR))
+    shutil.copyfile(os.path.join(source, FORMAT_FILE), os.path.join(target, FORMAT_FILE))
+    copied = []
+    collections = os.path.join(source, COLLECTIONS_DIR)
+    for name in sorted(os.listdir(collections)):
+        folder = os.path.join(collections, name)
+        if name.startswith(".") or not os.path.isdir(folder):
+            continue
+        os.makedirs(os.path.join(target, COLLECTIONS_DIR, name))
+        for file_name in (WAL_FILE, SNAPSHOT_FILE):  # this order: see the docstring
+            try:
+                shutil.copyfile(os.path.join(folder, file_name), os.path.join(target, COLLECTIONS_DIR, name, file_name))
+            except FileNotFoundError:
+                pass  # a collection created mid-copy, or one never snapshotted
+        copied.append(name)
+    return copied
