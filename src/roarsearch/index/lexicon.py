@@ -109,6 +109,9 @@ class Lexicon:
         self._sorted_terms: list[str] = []
         self._sorted_ids = np.empty(0, dtype=np.uint32)
         self._sorted_upto = 0
+        # Terms without their first letter, sorted: typos in the first letter of a prefix.
+        self._sorted_tails: list[str] = []
+        self._tail_ids = np.empty(0, dtype=np.uint32)
         self._deletions = _KeyIndex()
         self._trigrams = _KeyIndex()
         self._indexed_upto = 0  # terms below this id are in the deletion and trigram indexes
@@ -162,6 +165,11 @@ class Lexicon:
         )
         self._sorted_terms = [term for term, _ in pairs]
         self._sorted_ids = np.asarray([term_id for _, term_id in pairs], dtype=np.uint32)
+        tails = sorted(
+            list(zip(self._sorted_tails, self._tail_ids.tolist())) + [(self._terms[i][1:], i) for i in new_ids]
+        )
+        self._sorted_tails = [tail for tail, _ in tails]
+        self._tail_ids = np.asarray([term_id for _, term_id in tails], dtype=np.uint32)
         self._sorted_upto = len(self._terms)
 
     # ------------------------------------------------------------------ lookups
@@ -244,25 +252,33 @@ class Lexicon:
         insertions), plus deletions and adjacent swaps, each looked up by binary search.
         """
         best: dict[int, int] = {term_id: 0 for term_id in self.prefix_ids(prefix).tolist()}
-        if max_typos <= 0 or not prefix:
+        if max_typos <= 0 or len(prefix) < 2:  # a typo on a one-letter prefix would match anything
             return sorted(best.items())
         self._sorted_view()
         beginnings: set[str] = set()
+        tail_prefixes = {prefix[1:], prefix}  # first letter substituted; a first letter left out
         for i in range(len(prefix)):
             head, tail = prefix[:i], prefix[i + 1:]
-            for letter in self._next_letters(head):
-                beginnings.add(head + letter + tail)              # substitution at i
-                beginnings.add(head + letter + prefix[i:])        # a letter the user left out
+            if i:
+                for letter in self._next_letters(head):
+                    beginnings.add(head + letter + tail)           # substitution at i
+                    beginnings.add(head + letter + prefix[i:])     # a letter the user left out
             if i < len(prefix) - 1:
                 beginnings.add(head + tail)                        # an extra letter typed (not the last)
                 beginnings.add(head + prefix[i + 1] + prefix[i] + prefix[i + 2:])  # adjacent swap
         for letter in self._next_letters(prefix):
-            beginnings.add(prefix + letter)                        # (covered by distance 0 already)
+            beginnings.add(prefix + letter)
         beginnings.discard(prefix)
         ids = self._sorted_ids
         for beginning in beginnings:
             lo, hi = self._range(beginning)
             for term_id in ids[lo:hi].tolist():
+                if term_id not in best:
+                    best[term_id] = 1
+        for tail_prefix in tail_prefixes:
+            lo = bisect.bisect_left(self._sorted_tails, tail_prefix)
+            hi = bisect.bisect_left(self._sorted_tails, tail_prefix + "\U0010ffff", lo)
+            for term_id in self._tail_ids[lo:hi].tolist():
                 if term_id not in best:
                     best[term_id] = 1
         return sorted(best.items())
@@ -292,3 +308,4 @@ class Lexicon:
         lexicon._indexed_upto = len(terms)
         lexicon._lengths = [len(term) for term in terms]
         return lexicon
+
