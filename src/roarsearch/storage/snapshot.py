@@ -176,6 +176,8 @@ def read_snapshot(fs: FileSystem, path: str) -> Any:
     magic, length, checksum = SNAPSHOT_HEADER.unpack_from(data, 0)
     if magic != SNAPSHOT_MAGIC:
         raise CorruptionError(f"{path}: offset 0: {describe_version_mismatch(magic, SNAPSHOT_MAGIC, 'snapshot')}")
+    if any(data[20:SNAPSHOT_HEADER.size]):
+        raise CorruptionError(f"{path}: offset 20: snapshot header's reserved bytes are not zero")
     body = memoryview(data)[SNAPSHOT_HEADER.size:]
     if len(body) != length:
         where = SNAPSHOT_HEADER.size + min(len(body), length)

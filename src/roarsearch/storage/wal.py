@@ -220,6 +220,11 @@ class WriteAheadLog:
                 self.fs.truncate(self.path, self.size_bytes)
             except OSError as repair_error:
                 self._broken = f"cutting it back to {self.size_bytes} bytes failed: {repair_error.strerror or repair_error}"
+                raise StorageError(
+                    f"{self.path}: the batch could not be made durable ({error.strerror or error}) and the log could "
+                    f"not be cut back ({repair_error.strerror or repair_error}): the batch was not applied, but may "
+                    "reappear whole when the log is reopened; the log refuses writes until then"
+                ) from error
             raise StorageError(
                 f"{self.path}: the batch could not be made durable ({error.strerror or error}); nothing was written"
             ) from error
