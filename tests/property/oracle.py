@@ -96,7 +96,7 @@ class ReferenceModel:
             result = []
             for index in range(kept):
                 word, budget = words[index], budgets[index]
-                is_prefix = index == len(words) - 1
+                is_prefix = index == len(words) - 1 and not query[-1:].isspace()
                 hits: dict[str, list[tuple[int, int]]] = {}
                 for name, tokens in analysed[record_id].items():
                     for token, position in tokens:

@@ -48,7 +48,7 @@ def query_strategy() -> st.SearchStrategy[str]:
         st.sampled_from(VOCABULARY).map(lambda w: w[: max(1, len(w) // 2)]),  # prefixes
         st.sampled_from(["lovelance", "turnig", "hoppper", "gracee", "zzz", "adaa", "ecol", "1984"]),
     )
-    return st.lists(word, min_size=0, max_size=3).map(" ".join)
+    return st.tuples(st.lists(word, min_size=0, max_size=3).map(" ".join), st.sampled_from(["", " "])).map("".join)
 
 
 class EngineMatchesModel(RuleBasedStateMachine):

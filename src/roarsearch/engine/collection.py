@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -134,33 +134,50 @@ class Collection:
 
     def filter_docs(self, filter_text: str, universe: BitMap) -> BitMap:
         """Docs of ``universe`` selected by a filter expression (all of them for an empty one)."""
+        return self._apply_filter(self._parse_filter(filter_text), universe)
+
+    def _parse_filter(self, filter_text: str) -> Any:
         if not filter_text.strip():
-            return universe
-        evaluate_filter = _stage("roarsearch.query.execute", "evaluate_filter", "filter")
+            return None
         parse_filter = _stage("roarsearch.query.filter_parser", "parse_filter", "filter")
-        node = parse_filter(filter_text)
+        return parse_filter(filter_text)
+
+    def _apply_filter(self, node: Any, universe: BitMap) -> BitMap:
         if node is None:
             return universe
+        evaluate_filter = _stage("roarsearch.query.execute", "evaluate_filter", "filter")
         return evaluate_filter(node, self.index, universe)
 
     def search(self, request: SearchRequest, body: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
         index = self.index
-        # 1. Universe: alive docs narrowed by the filter expression.
-        universe = self.filter_docs(request.filter, index.alive)
+        # 1. The filter expression (parsed once; evaluated where it is needed).
+        filter_node = self._parse_filter(request.filter)
         # 2. Facet filters, one bitmap per field so that each facet can leave its own out.
         facet_filters = _facet_filter_docs(index, request)
-        filtered = universe
-        for docs in facet_filters.values():
-            filtered = filtered & docs
-        # 3. Words → match set (dropping words from the end while nothing matches).
+
+        def narrow(docs: BitMap) -> BitMap:
+            for selected in facet_filters.values():
+                docs = docs & selected
+            return self._apply_filter(filter_node, docs)
+
+        # 3. Words → match set within the filters (dropping words from the end while nothing matches).
         fields = resolve_search_fields(request.search_fields, index.text_fields())
         words = plan_words(index.lexicon, request.query, request.typo_tolerance)
         matcher = WordMatcher(index, fields)
-        candidates, kept_words = match_words(matcher, words, filtered)
+        candidates, kept_words = match_words(matcher, words, index.alive, narrow)
         relevance = RelevanceRules(matcher, kept_words)
+        universe_cache: list[BitMap] = []
+
+        def universe() -> BitMap:
+            """The words' docs passing the filter expression, before any facet filter."""
+            if not universe_cache:
+                word_docs, _ = match_words(matcher, kept_words, index.alive)
+                universe_cache.append(self._apply_filter(filter_node, word_docs))
+            return universe_cache[0]
+
         # 4. Facets over the match set, each disjunctive in its own filter.
-        text_facets, numeric_facets = self._facets(request, matcher, kept_words, universe, facet_filters, candidates)
+        text_facets, numeric_facets = self._facets(request, universe, facet_filters, candidates)
         # 5. Order, page, groups.
         ranked = bool(kept_words)
 
@@ -205,40 +222,36 @@ class Collection:
         """Values of ``facet`` matching the request's facet query, counted over what it selects."""
         search_facet_values = _stage("roarsearch.facets.value_search", "search_facet_values", "textFacetQuery")
         index = self.index
-        universe = self.filter_docs(request.filter, index.alive)
+        filter_node = self._parse_filter(request.filter)
         facet_filters = _facet_filter_docs(index, request)
-        for field, docs in facet_filters.items():
-            if field != facet:  # disjunctive, as for facet counts
-                universe = universe & docs
+
+        def narrow(docs: BitMap) -> BitMap:
+            for field, selected in facet_filters.items():
+                if field != facet:  # disjunctive, as for facet counts
+                    docs = docs & selected
+            return self._apply_filter(filter_node, docs)
+
         fields = resolve_search_fields(request.search_fields, index.text_fields())
         words = plan_words(index.lexicon, request.query, request.typo_tolerance)
-        candidates, _ = match_words(WordMatcher(index, fields), words, universe)
+        candidates, _ = match_words(WordMatcher(index, fields), words, index.alive, narrow)
         return search_facet_values(index.field_columns(facet), candidates, request.facet_query or "",
                                    request.facet_query_count)
 
     def _facets(
         self,
         request: SearchRequest,
-        matcher: WordMatcher,
-        kept_words: list[WordPlan],
-        universe: BitMap,
+        universe: Callable[[], BitMap],
         facet_filters: dict[str, BitMap],
         candidates: BitMap,
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if not request.text_facets and not request.numeric_facets:
             return [], []
 
-        word_docs: BitMap | None = None
-
         def disjunctive(field: str) -> BitMap:
             """The match set with every facet filter but ``field``'s own."""
-            nonlocal word_docs
             if field not in facet_filters:
                 return candidates
-            if word_docs is None:
-                word_docs, _ = match_words(matcher, kept_words, universe) if kept_words else (universe, [])
-                word_docs = word_docs & universe
-            docs = word_docs
+            docs = universe()
             for other, other_docs in facet_filters.items():
                 if other != field:
                     docs = docs & other_docs

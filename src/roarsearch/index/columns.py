@@ -23,7 +23,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from roarsearch.analysis.normalize import fold_many
-from roarsearch.index.bitmaps import EMPTY, GrowableArray, bitmap_from_array, union_all
+from roarsearch.index.bitmaps import EMPTY, GrowableArray, array_from_bitmap, bitmap_from_array, union_all
 
 #: Longer strings are searchable text but not exact values (no facet value, no equality filter):
 #: a facet of paragraphs helps no one and would double the memory of long text fields.
@@ -33,7 +33,7 @@ MAX_VALUE_LENGTH = 256
 class NumericColumn:
     """Numbers of one field: (doc, value) pairs, a lazily sorted view, per-doc min and max."""
 
-    __slots__ = ("_docs", "_values", "_flat", "_sorted", "minimum", "maximum", "docs")
+    __slots__ = ("_docs", "_values", "_flat", "_sorted", "minimum", "maximum", "docs", "multi_valued")
 
     def __init__(self) -> None:
         self._docs: list[np.ndarray] = []
@@ -43,10 +43,14 @@ class NumericColumn:
         self.minimum = GrowableArray(np.float64, np.nan)
         self.maximum = GrowableArray(np.float64, np.nan)
         self.docs = BitMap()
+        #: Whether any doc ever held several values: if not, min == max is the doc's only value.
+        self.multi_valued = False
 
     def add(self, docs: np.ndarray, values: np.ndarray) -> None:
         if docs.size == 0:
             return
+        if not self.multi_valued and (docs.size > 1 and bool((docs[1:] == docs[:-1]).any())):
+            self.multi_valued = True
         docs = docs.astype(np.uint32)
         values = values.astype(np.float64)
         self._docs.append(docs)
@@ -79,13 +83,49 @@ class NumericColumn:
             self._sorted = (values[order], docs[order])
         return self._sorted
 
-    def range(self, low: float | None, low_inclusive: bool, high: float | None, high_inclusive: bool) -> BitMap:
+    def range(self, low: float | None, low_inclusive: bool, high: float | None, high_inclusive: bool,
+              within: BitMap | None = None) -> BitMap:
+        """Docs with a value in the range (retired docs included unless ``within`` excludes them).
+
+        Three ways, by size: docs of a small ``within`` set are checked directly (per-doc values, or
+        their pairs for multi-valued fields); a narrow range is a slice of the value-sorted pairs;
+        a wide range over a single-valued field is a vectorised scan of the per-doc values, which
+        yields doc ids already sorted (cheaper for the bitmap than a large unsorted slice).
+        """
+        if within is not None and len(within) <= RANGE_CHECK_THRESHOLD:
+            return self._check(array_from_bitmap(within), low, low_inclusive, high, high_inclusive)
         values, docs = self.sorted_pairs()
         lo = 0 if low is None else int(np.searchsorted(values, low, side="left" if low_inclusive else "right"))
         hi = values.size if high is None else int(np.searchsorted(values, high, side="right" if high_inclusive else "left"))
         if hi <= lo:
             return BitMap()
+        if not self.multi_valued and (hi - lo) * 8 > self.minimum.data.size:
+            return self._check(None, low, low_inclusive, high, high_inclusive)
         return bitmap_from_array(docs[lo:hi])
+
+    def _check(self, docs: np.ndarray | None, low: float | None, low_inclusive: bool, high: float | None,
+               high_inclusive: bool) -> BitMap:
+        if self.multi_valued and docs is not None:
+            pair_docs, pair_values = self.pairs()
+            start = np.searchsorted(pair_docs, docs, side="left")
+            end = np.searchsorted(pair_docs, docs, side="right")
+            lengths = end - start
+            index = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(start - (np.cumsum(lengths) - lengths), lengths)
+            candidates, values = pair_docs[index], pair_values[index]
+        else:
+            values = self.minimum.data if docs is None else self.minimum.data[docs[docs < self.minimum.data.size]]
+            candidates = None if docs is None else docs[docs < self.minimum.data.size]
+        inside = ~np.isnan(values)
+        if low is not None:
+            inside &= (values >= low) if low_inclusive else (values > low)
+        if high is not None:
+            inside &= (values <= high) if high_inclusive else (values < high)
+        selected = np.flatnonzero(inside) if candidates is None else np.unique(candidates[inside])
+        return bitmap_from_array(selected)
+
+
+#: A ``within`` set at most this large is checked doc by doc instead of slicing the whole range.
+RANGE_CHECK_THRESHOLD = 50_000
 
 
 class ValueColumn:

@@ -307,11 +307,12 @@ class Index:
         values = self.value_column(field)
         return EMPTY if values is None else values.equal_bool(value)
 
-    def number_range(self, field: str, low: float | None, low_inclusive: bool, high: float | None, high_inclusive: bool) -> BitMap:
+    def number_range(self, field: str, low: float | None, low_inclusive: bool, high: float | None,
+                     high_inclusive: bool, within: BitMap | None = None) -> BitMap:
         columns = self.columns.get(field)
         if columns is None or columns.numeric is None:
             return EMPTY
-        return columns.numeric.range(low, low_inclusive, high, high_inclusive)
+        return columns.numeric.range(low, low_inclusive, high, high_inclusive, within)
 
     def exists(self, field: str) -> BitMap:
         columns = self.columns.get(field)

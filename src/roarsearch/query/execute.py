@@ -33,7 +33,7 @@ class FieldReader(Protocol):
     def equal_text(self, field: str, text: str) -> BitMap: ...
     def equal_bool(self, field: str, value: bool) -> BitMap: ...
     def number_range(self, field: str, low: float | None, low_inclusive: bool,
-                     high: float | None, high_inclusive: bool) -> BitMap: ...
+                     high: float | None, high_inclusive: bool, within: BitMap | None = None) -> BitMap: ...
     def exists(self, field: str) -> BitMap: ...
 
 
@@ -67,15 +67,15 @@ def _source_text(literal: Literal) -> str:
     return str(value)
 
 
-def _range(reader: FieldReader, node: Compare) -> BitMap:
+def _range(reader: FieldReader, node: Compare, universe: BitMap) -> BitMap:
     bound = float(node.value.value)
     if node.op == ">":
-        return reader.number_range(node.field, bound, False, None, False)
+        return reader.number_range(node.field, bound, False, None, False, universe)
     if node.op == ">=":
-        return reader.number_range(node.field, bound, True, None, False)
+        return reader.number_range(node.field, bound, True, None, False, universe)
     if node.op == "<":
-        return reader.number_range(node.field, None, False, bound, False)
-    return reader.number_range(node.field, None, False, bound, True)
+        return reader.number_range(node.field, None, False, bound, False, universe)
+    return reader.number_range(node.field, None, False, bound, True, universe)
 
 
 def evaluate_filter(node: FilterNode, reader: FieldReader, universe: BitMap) -> BitMap:
@@ -89,7 +89,7 @@ def _evaluate(node: FilterNode, reader: FieldReader, universe: BitMap) -> BitMap
         if node.op in ("=", "!="):
             matched = _equal(reader, node.field, node.value) & universe
             return universe - matched if node.op == "!=" else matched
-        return _range(reader, node) & universe
+        return _range(reader, node, universe) & universe
     if isinstance(node, In):
         return union_all([_equal(reader, node.field, value) for value in node.values]) & universe
     if isinstance(node, Exists):

@@ -60,11 +60,14 @@ def allowed_typos(word: str, typo_tolerance: int) -> int:
 
 
 def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int) -> list[WordPlan]:
-    """Expand every word of ``query``; the last word also matches as a prefix."""
+    """Expand every word of ``query``; the last word also matches as a prefix, unless the query
+    ends with a space (the user has finished typing it)."""
     words = analyze(query)
+    # A query ending in a space has a complete last word: it is not being typed any more.
+    typing_last_word = bool(query) and not query[-1].isspace()
     plans: list[WordPlan] = []
     for position, word in enumerate(words):
-        is_prefix = position == len(words) - 1
+        is_prefix = position == len(words) - 1 and typing_last_word
         budget = allowed_typos(word, typo_tolerance)
         best: dict[int, tuple[int, bool]] = {}
         exact_id = lexicon.id_of(word)

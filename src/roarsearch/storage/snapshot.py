@@ -7,9 +7,9 @@ Caller: :class:`~roarsearch.storage.store.CollectionStore`, which wraps the engi
 with the log position it includes.
 
 Memory: the state's large binary values (serialised bitmaps, numpy buffers — passed as
-``bytes``, ``bytearray`` or a contiguous ``memoryview``) are written straight from the caller's
-buffers, and everything else is packed in ~1 MiB pieces, so writing a 500 MB state costs about
-1 MiB on top of the state itself. Reading is one ``read`` of the file and one msgpack decode of a
+``bytes``, ``bytearray`` or a contiguous ``memoryview``; as map values, items of short lists or
+items of lists of binaries) are written straight from the caller's buffers, and everything else
+is packed in ~1 MiB pieces, so writing a 500 MB state costs a few MiB on top of the state itself. Reading is one ``read`` of the file and one msgpack decode of a
 memoryview over it; the file buffer is dropped once decoded (msgpack copies binary values out,
 so the peak is the file plus the decoded state).
 
@@ -19,6 +19,7 @@ header), ``snapshot.after_rename`` (the new snapshot is durable, the caller has 
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import struct
@@ -49,6 +50,7 @@ PACK_SLICE_ITEMS = 4096
 WALK_LIST_ITEMS = 64
 
 Buffer = bytes | bytearray | memoryview
+_BUFFER_TYPES = {bytes, bytearray}
 
 
 def _bin_header(length: int) -> bytes:
@@ -92,7 +94,13 @@ def _pieces(value: Any, packer: msgpack.Packer) -> Iterator[Buffer]:
         else:
             for start in range(0, len(value), PACK_SLICE_ITEMS):
                 part = value[start:start + PACK_SLICE_ITEMS]
-                yield memoryview(packer.pack(part))[_container_header_size(len(part)):]
+                # A long list of binaries (bitmaps, say) is walked so its large items stay uncopied;
+                # the check runs at C speed (map over types and lengths), not per item in Python.
+                if set(map(type, part)) <= _BUFFER_TYPES and max(map(len, part)) >= DIRECT_WRITE_BYTES:
+                    for item in part:
+                        yield from _pieces(item, packer)
+                else:
+                    yield memoryview(packer.pack(part))[_container_header_size(len(part)):]
     else:
         yield packer.pack(value)
 
@@ -187,9 +195,15 @@ def read_snapshot(fs: FileSystem, path: str) -> Any:
         )
     if crc32(body) != checksum:
         raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body fails its checksum")
+    # Decoding creates millions of objects and none of them can be garbage yet: without this the
+    # cyclic collector would walk the growing state again and again (up to ~2× the decode time).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return msgpack.unpackb(body, raw=False, strict_map_key=False)
     except Exception as error:  # noqa: BLE001 - a checksummed body that does not decode is corruption too
         raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body does not decode ({error})") from error
     finally:
+        if collecting:
+            gc.enable()
         body.release()

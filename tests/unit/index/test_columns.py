@@ -1,0 +1,53 @@
+"""This module tests the following properties:
+
+- a numeric range gives the same docs by each of its three ways (check within a small set, slice
+  of the value-sorted pairs, dense scan of single-valued fields), for single- and multi-valued
+  fields, inclusive and exclusive bounds, open ends, and equals a brute-force scan.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+from pyroaring import BitMap
+
+from roarsearch.index import columns as columns_module
+from roarsearch.index.columns import NumericColumn
+
+
+def brute(values: dict[int, list[float]], low, low_inclusive, high, high_inclusive) -> set[int]:
+    def inside(v: float) -> bool:
+        if low is not None and (v < low if low_inclusive else v <= low):
+            return False
+        return not (high is not None and (v > high if high_inclusive else v >= high))
+    return {doc for doc, found in values.items() if any(inside(v) for v in found)}
+
+
+def test_range_ways_agree(monkeypatch) -> None:
+    rng = random.Random(4)
+    for multi in (False, True):
+        values: dict[int, list[float]] = {}
+        docs, numbers = [], []
+        for doc in range(3000):
+            if rng.random() < 0.2:
+                continue
+            found = [float(rng.randint(0, 100)) for _ in range(rng.randint(2, 3) if multi and rng.random() < 0.3 else 1)]
+            values[doc] = found
+            docs += [doc] * len(found)
+            numbers += found
+        column = NumericColumn()
+        column.add(np.asarray(docs[:2000], dtype=np.uint32), np.asarray(numbers[:2000]))
+        column.add(np.asarray(docs[2000:], dtype=np.uint32), np.asarray(numbers[2000:]))
+        assert column.multi_valued == multi
+        for _ in range(60):
+            low = rng.choice([None, rng.randint(0, 100)])
+            high = rng.choice([None, rng.randint(0, 100)])
+            flags = (rng.random() < 0.5, rng.random() < 0.5)
+            expected = brute(values, low, flags[0], high, flags[1])
+            assert set(column.range(low, flags[0], high, flags[1])) == expected
+            within = BitMap(rng.sample(range(3000), 300))
+            assert set(column.range(low, flags[0], high, flags[1], within)) & set(within) == expected & set(within)
+            monkeypatch.setattr(columns_module, "RANGE_CHECK_THRESHOLD", 10**9)
+            assert set(column.range(low, flags[0], high, flags[1], BitMap(range(3000)))) == expected
+            monkeypatch.setattr(columns_module, "RANGE_CHECK_THRESHOLD", 50_000)
