@@ -1,6 +1,6 @@
 """The only module that touches the filesystem, and a fault-injecting stand-in for tests.
 
-Owns: every file operation the storage layer makes — read, append, stream a new file, patch
+Owns: every file operation the storage layer makes — read (or map), append, stream a new file, patch
 bytes in place, fsync, atomic replace, directory fsync, truncate, remove — behind
 :class:`FileSystem`. Nothing else in roarsearch opens a data file, so :class:`FaultyFileSystem`
 can stand in for it and
@@ -21,10 +21,12 @@ Callers: :mod:`~roarsearch.storage.wal`, :mod:`~roarsearch.storage.snapshot`,
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import random
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 #: Operation kinds :class:`FaultyFileSystem` counts (reads are never failed).
@@ -46,6 +48,25 @@ class FileSystem:
         """The whole file in one read (one allocation; callers slice it with memoryviews)."""
         with open(path, "rb", buffering=0) as handle:
             return handle.read()
+
+    @contextmanager
+    def read_mapped(self, path: str) -> Iterator[bytes | mmap.mmap]:
+        """The whole file as a read-only buffer, mapped rather than copied, for the ``with`` block.
+
+        The pages belong to the page cache, not to this process's heap, so decoding a 500 MB
+        snapshot does not hold the file *and* the decoded state in private memory. Every view
+        taken of the buffer must be released before the block ends. Safe because snapshot files
+        are never modified in place, only replaced by rename.
+        """
+        with open(path, "rb", buffering=0) as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                yield b""
+                return
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                yield mapped
+            finally:
+                mapped.close()
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)

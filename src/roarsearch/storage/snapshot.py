@@ -9,9 +9,9 @@ with the log position it includes.
 Memory: the state's large binary values (serialised bitmaps, numpy buffers — passed as
 ``bytes``, ``bytearray`` or a contiguous ``memoryview``; as map values, items of short lists or
 items of lists of binaries) are written straight from the caller's buffers, and everything else
-is packed in ~1 MiB pieces, so writing a 500 MB state costs a few MiB on top of the state itself. Reading is one ``read`` of the file and one msgpack decode of a
-memoryview over it; the file buffer is dropped once decoded (msgpack copies binary values out,
-so the peak is the file plus the decoded state).
+is packed in ~1 MiB pieces, so writing a 500 MB state costs a few MiB on top of the state itself. Reading maps the file (page-cache pages, not a
+private copy), checks it, and decodes a memoryview over the mapping in one msgpack call, so the
+private memory it takes is the decoded state alone (msgpack copies binary values out).
 
 Failpoints: ``snapshot.during_write`` (the temporary file holds part of the body and a zeroed
 header), ``snapshot.after_rename`` (the new snapshot is durable, the caller has not reset its log).
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import mmap
 import os
 import struct
 import zlib
@@ -174,11 +175,15 @@ def read_snapshot(fs: FileSystem, path: str) -> Any:
     and offset when it is damaged, :class:`StorageError` when it cannot be read.
     """
     try:
-        data = fs.read(path)
-    except FileNotFoundError:
+        with fs.read_mapped(path) as data:
+            return _decode(path, data)
+    except (FileNotFoundError, CorruptionError):
         raise
     except OSError as error:
         raise StorageError(f"{path}: the snapshot could not be read ({error.strerror or error})") from error
+
+
+def _decode(path: str, data: Buffer | mmap.mmap) -> Any:
     if len(data) < SNAPSHOT_HEADER.size:
         raise CorruptionError(f"{path}: offset 0: snapshot header is cut short ({len(data)} of {SNAPSHOT_HEADER.size} bytes)")
     magic, length, checksum = SNAPSHOT_HEADER.unpack_from(data, 0)
@@ -186,24 +191,24 @@ def read_snapshot(fs: FileSystem, path: str) -> Any:
         raise CorruptionError(f"{path}: offset 0: {describe_version_mismatch(magic, SNAPSHOT_MAGIC, 'snapshot')}")
     if any(data[20:SNAPSHOT_HEADER.size]):
         raise CorruptionError(f"{path}: offset 20: snapshot header's reserved bytes are not zero")
-    body = memoryview(data)[SNAPSHOT_HEADER.size:]
-    if len(body) != length:
-        where = SNAPSHOT_HEADER.size + min(len(body), length)
+    body_length = len(data) - SNAPSHOT_HEADER.size
+    if body_length != length:
+        where = SNAPSHOT_HEADER.size + min(body_length, length)
         raise CorruptionError(
-            f"{path}: offset {where}: snapshot body is {len(body)} bytes, its header says {length} "
+            f"{path}: offset {where}: snapshot body is {body_length} bytes, its header says {length} "
             "(file cut short or extended)"
         )
-    if crc32(body) != checksum:
-        raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body fails its checksum")
-    # Decoding creates millions of objects and none of them can be garbage yet: without this the
-    # cyclic collector would walk the growing state again and again (up to ~2× the decode time).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return msgpack.unpackb(body, raw=False, strict_map_key=False)
-    except Exception as error:  # noqa: BLE001 - a checksummed body that does not decode is corruption too
-        raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body does not decode ({error})") from error
-    finally:
-        if collecting:
-            gc.enable()
-        body.release()
+    with memoryview(data) as whole, whole[SNAPSHOT_HEADER.size:] as body:
+        if crc32(body) != checksum:
+            raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body fails its checksum")
+        # Decoding creates millions of objects and none of them can be garbage yet: without this
+        # the cyclic collector would walk the growing state again and again.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return msgpack.unpackb(body, raw=False, strict_map_key=False)
+        except Exception as error:  # noqa: BLE001 - a checksummed body that does not decode is corruption too
+            raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body does not decode ({error})") from error
+        finally:
+            if collecting:
+                gc.enable()

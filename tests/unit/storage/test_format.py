@@ -62,10 +62,11 @@ def test_large_values_pass_through_uncopied_and_chunks_stay_bounded() -> None:
         "payloads": [b"x" * 100] * 30_000,  # ~3 MB of small items: packed in slices
         "words": {f"w{i}": i for i in range(10_000)},  # a large map: packed in slices
         "few": [big, 1, "two"],  # a short list: walked, so its large item is not copied
+        "blobs": [big] * 3 + [b"small"] * 100,  # a long list of binaries: its large items are not copied
     }
     chunks = list(encode_chunks(state))
     assert b"".join(bytes(chunk) for chunk in chunks) == msgpack.packb(state, use_bin_type=True)
-    assert sum(chunk is big for chunk in chunks) == 2
+    assert sum(chunk is big for chunk in chunks) == 5
     assert any(isinstance(chunk, memoryview) and chunk.obj is view.obj for chunk in chunks)
     assert max(len(chunk) for chunk in chunks if chunk is not big and not isinstance(chunk, memoryview)) \
         < WRITE_CHUNK_BYTES + 600_000
