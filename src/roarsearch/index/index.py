@@ -40,9 +40,13 @@ PREFIX_CACHE_SIZE = 4096
 class _BatchFields:
     """Leaves of one batch grouped by field path, in doc order."""
 
-    __slots__ = ("text_docs", "text_positions", "texts", "number_docs", "numbers", "value_docs", "value_keys", "present")
+    __slots__ = ("text_docs", "text_positions", "texts", "number_docs", "numbers", "value_docs", "value_keys",
+                 "present", "keep_values")
 
-    def __init__(self) -> None:
+    def __init__(self, keep_values: bool) -> None:
+        #: Whether the field's exact values are indexed (see ``Index.value_column``); if not, none
+        #: are collected.
+        self.keep_values = keep_values
         self.text_docs: list[int] = []
         self.text_positions: list[int] = []
         self.texts: list[str] = []
@@ -53,10 +57,10 @@ class _BatchFields:
         self.present: list[int] = []
 
 
-def _fields_of(by_field: dict[str, _BatchFields], path: str) -> _BatchFields:
+def _fields_of(by_field: dict[str, _BatchFields], path: str, value_fields: set[str]) -> _BatchFields:
     fields = by_field.get(path)
     if fields is None:
-        fields = by_field[path] = _BatchFields()
+        fields = by_field[path] = _BatchFields(path in value_fields)
     return fields
 
 
@@ -66,12 +70,27 @@ def _add_text(fields: _BatchFields, path: str, doc: int, element: int, value: st
     fields.text_docs.append(doc)
     fields.text_positions.append(element * ELEMENT_POSITION_GAP)
     fields.texts.append(value)
-    if len(value) <= MAX_VALUE_LENGTH:
+    if fields.keep_values and len(value) <= MAX_VALUE_LENGTH:
         fields.value_docs.append(doc)
         fields.value_keys.append(value)
 
 
-def _collect_flat(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFields], first_texts: list[str]) -> bool:
+def _add_texts(fields: _BatchFields, path: str, doc: int, values: list[str], first_texts: list[str]) -> None:
+    """An array of strings in a few list operations instead of one call per element."""
+    if not fields.texts:
+        first_texts.append(path)
+    count = len(values)
+    fields.text_docs.extend([doc] * count)
+    fields.text_positions.extend(range(0, count * ELEMENT_POSITION_GAP, ELEMENT_POSITION_GAP))
+    fields.texts.extend(values)
+    if fields.keep_values:
+        short = [value for value in values if len(value) <= MAX_VALUE_LENGTH]
+        fields.value_docs.extend([doc] * len(short))
+        fields.value_keys.extend(short)
+
+
+def _collect_flat(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFields], first_texts: list[str],
+                  value_fields: set[str]) -> bool:
     """Collect a record whose values are scalars or arrays of scalars (the common shape) without
     the generic leaf walk; returns False, having collected nothing, for any other shape."""
     for key, value in record.items():
@@ -82,12 +101,15 @@ def _collect_flat(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFi
         if key == "id" or value is None:
             continue
         kind = type(value)
-        fields = _fields_of(by_field, key)
+        fields = _fields_of(by_field, key, value_fields)
         if kind is list:
             elements = [element for element in value if element is not None]
             if not elements:
                 continue
             fields.present.append(doc)
+            if all(type(element) is str for element in elements):
+                _add_texts(fields, key, doc, elements, first_texts)
+                continue
             for element_index, element in enumerate(elements):
                 _add_leaf(fields, key, doc, element_index, element, first_texts)
         else:
@@ -100,8 +122,9 @@ def _add_leaf(fields: _BatchFields, path: str, doc: int, element: int, value: An
     if type(value) is str:
         _add_text(fields, path, doc, element, value, first_texts)
     elif type(value) is bool:
-        fields.value_docs.append(doc)
-        fields.value_keys.append(value)
+        if fields.keep_values:
+            fields.value_docs.append(doc)
+            fields.value_keys.append(value)
     else:
         fields.number_docs.append(doc)
         fields.numbers.append(float(value))
@@ -122,9 +145,10 @@ def _values_at(value: Any, parts: list[str], found: list[Any]) -> None:
             _values_at(value[".".join(parts)], [], found)
 
 
-def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFields], first_texts: list[str]) -> None:
+def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFields], first_texts: list[str],
+                    value_fields: set[str]) -> None:
     for path, element, value in iter_leaves(record):
-        fields = _fields_of(by_field, path)
+        fields = _fields_of(by_field, path, value_fields)
         fields.present.append(doc)
         _add_leaf(fields, path, doc, element, value, first_texts)
 
@@ -155,9 +179,10 @@ class Index:
         new_docs, _replaced = self.docs.add(records)
         by_field: dict[str, _BatchFields] = {}
         first_texts: list[str] = []
+        value_fields = self._value_fields
         for doc, record in zip(new_docs.tolist(), records):
-            if not _collect_flat(doc, record, by_field, first_texts):
-                _collect_nested(doc, record, by_field, first_texts)
+            if not _collect_flat(doc, record, by_field, first_texts, value_fields):
+                _collect_nested(doc, record, by_field, first_texts, value_fields)
         for path, fields in by_field.items():
             self._add_field(path, fields)
         known = set(self._text_fields)
