@@ -13,6 +13,7 @@ Each stage lives in its own module; this file only wires them.
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ from typing import Any
 from pyroaring import BitMap
 
 from roarsearch.engine.request import SearchRequest
-from roarsearch.errors import BadRequestError
+from roarsearch.errors import BadRequestError, StorageError
 from roarsearch.index.index import Index, index_to_state
 from roarsearch.storage.store import CollectionStore
 from roarsearch.query.match import WordMatcher, match_words
@@ -31,6 +32,9 @@ from roarsearch.ranking.bucket_sort import RelevanceRules, bucket_sort, pack_cos
 from roarsearch.ranking.highlight import Highlighter
 from roarsearch.ranking.sort import sort_page
 from roarsearch.schema import project
+
+
+log = logging.getLogger("roarsearch.engine")
 
 
 class ReadWriteLock:
@@ -112,7 +116,12 @@ class Collection:
         with self.lock.writing():
             result = self.apply(payload)
         if self.store is not None and self.store.should_snapshot():
-            self.take_snapshot()
+            try:
+                self.take_snapshot()
+            except StorageError as error:
+                # The batch is durable in the log and applied: the write succeeded. The snapshot is
+                # retried after later writes; until then the log keeps growing (and replays on open).
+                log.warning("collection %s: snapshot failed, batches stay in the write-ahead log: %s", self.name, error.data)
         return result
 
     def write_delete_by_filter(self, filter_text: str) -> int:

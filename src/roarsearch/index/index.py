@@ -349,8 +349,9 @@ class Index:
 INDEX_STATE_VERSION = 1
 
 
-def _bytes(array: np.ndarray) -> bytes:
-    return np.ascontiguousarray(array).tobytes()
+def _bytes(array: np.ndarray) -> memoryview:
+    # A view, not a copy: the snapshot writer streams it straight from the array's buffer.
+    return memoryview(np.ascontiguousarray(array)).cast("B")
 
 
 def _array(buffer: bytes, dtype: type) -> np.ndarray:
