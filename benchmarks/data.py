@@ -40,7 +40,7 @@ def places(n: int, seed: int = 42) -> list[dict[str, Any]]:
             if len(records) >= n:
                 break
             record = dict(place)
-            record["id"] = place["id"] * 100 + copy
+            record["id"] = place["id"] + copy * 100_000_000  # GeoNames ids stay below 10^8: no collision
             record["name"] = f"{place['name']} {rng.choice(tokens).capitalize()}"
             record["population"] = int(place["population"] * rng.uniform(0.5, 1.5))
             records.append(record)

@@ -291,13 +291,14 @@ class ValueColumn:
 class FieldColumns:
     """The columns of one field path; either part may be absent."""
 
-    __slots__ = ("numeric", "values", "exists", "has_text")
+    __slots__ = ("numeric", "values", "exists", "has_text", "has_bool")
 
     def __init__(self) -> None:
         self.numeric: NumericColumn | None = None
         self.values: ValueColumn | None = None
         self.exists = BitMap()
-        self.has_text = False
+        self.has_text = False  # ever held a string
+        self.has_bool = False  # ever held a boolean
 
     def numeric_column(self) -> NumericColumn:
         if self.numeric is None:

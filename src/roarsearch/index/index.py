@@ -41,12 +41,13 @@ class _BatchFields:
     """Leaves of one batch grouped by field path, in doc order."""
 
     __slots__ = ("text_docs", "text_positions", "texts", "number_docs", "numbers", "value_docs", "value_keys",
-                 "present", "keep_values")
+                 "present", "keep_values", "has_bool")
 
     def __init__(self, keep_values: bool) -> None:
         #: Whether the field's exact values are indexed (see ``Index.value_column``); if not, none
         #: are collected.
         self.keep_values = keep_values
+        self.has_bool = False
         self.text_docs: list[int] = []
         self.text_positions: list[int] = []
         self.texts: list[str] = []
@@ -122,6 +123,7 @@ def _add_leaf(fields: _BatchFields, path: str, doc: int, element: int, value: An
     if type(value) is str:
         _add_text(fields, path, doc, element, value, first_texts)
     elif type(value) is bool:
+        fields.has_bool = True
         if fields.keep_values:
             fields.value_docs.append(doc)
             fields.value_keys.append(value)
@@ -194,6 +196,7 @@ class Index:
         if columns is None:
             columns = self.columns[path] = FieldColumns()
         columns.exists.update(fields.present)
+        columns.has_bool |= fields.has_bool
         if fields.texts:
             columns.has_text = True
             tokens, value_index, token_position = analyze_batch(fields.texts)
@@ -383,7 +386,8 @@ def index_to_state(index: Index) -> dict[str, Any]:
         }
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
-        state: dict[str, Any] = {"exists": columns.exists.serialize(), "has_text": columns.has_text}
+        state: dict[str, Any] = {"exists": columns.exists.serialize(), "has_text": columns.has_text,
+                                 "has_bool": columns.has_bool}
         if columns.numeric is not None:
             docs, values = columns.numeric.pairs()
             state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
@@ -441,6 +445,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
         columns = FieldColumns()
         columns.exists = BitMap.deserialize(saved["exists"])
         columns.has_text = bool(saved["has_text"])
+        columns.has_bool = bool(saved.get("has_bool", False))
         if "numeric" in saved:
             numeric = NumericColumn()
             docs = _array(saved["numeric"]["docs"], np.uint32)

@@ -57,6 +57,42 @@ def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool) ->
     return kind, value
 
 
+#: Docs taken per step when walking a value-sorted column from its best end.
+PRESORTED_CHUNK = 4096
+
+
+def _presorted_docs(index: Index, candidates: BitMap, keys: tuple[SortKey, ...], wanted: int) -> np.ndarray | None:
+    """For one numeric sort key: the candidates that can reach the page, read from the column's
+    value-sorted pairs starting at the best end, instead of keying every candidate.
+
+    Returns every candidate whose value ranks at or before the ``wanted``-th distinct candidate's
+    value (ties included), or None when this shortcut does not apply (several keys, ``_rank``, a
+    field holding strings too, or too few candidates with a value).
+    """
+    if len(keys) != 1 or keys[0].field == RANK_KEY:
+        return None
+    columns = index.columns.get(keys[0].field)
+    if columns is None or columns.numeric is None or columns.has_text or columns.has_bool:
+        return None  # strings and booleans sort in their own class: not in the numeric pairs
+    values, docs = columns.numeric.sorted_pairs()
+    if keys[0].descending:
+        values, docs = values[::-1], docs[::-1]
+    contains = candidates.__contains__
+    chosen: dict[int, None] = {}
+    cut_value = None
+    for start in range(0, docs.size, PRESORTED_CHUNK):
+        chunk_docs = docs[start:start + PRESORTED_CHUNK]
+        chunk_values = values[start:start + PRESORTED_CHUNK]
+        keep = np.fromiter(map(contains, chunk_docs.tolist()), dtype=bool, count=chunk_docs.size)
+        for doc, value in zip(chunk_docs[keep].tolist(), chunk_values[keep].tolist()):
+            if cut_value is not None and value != cut_value:
+                return np.sort(np.fromiter(chosen, dtype=np.uint32, count=len(chosen)))
+            chosen.setdefault(doc, None)
+            if cut_value is None and len(chosen) >= wanted:
+                cut_value = value  # keep taking docs tied with the cut
+    return None  # fewer than ``wanted`` candidates have a value: the missing ones are needed too
+
+
 def sort_page(
     index: Index,
     candidates: BitMap,
@@ -66,10 +102,11 @@ def sort_page(
     count: int,
 ) -> list[tuple[int, int]]:
     """Docs of page ``skip:skip+count`` in sort order, each with its packed relevance cost (0 when none)."""
-    docs = array_from_bitmap(candidates)
-    if docs.size == 0 or count == 0 or skip >= docs.size:
+    if count == 0 or skip >= len(candidates):
         return []
-    wanted = min(skip + count, docs.size)
+    presorted = _presorted_docs(index, candidates, keys, skip + count)
+    docs = presorted if presorted is not None else array_from_bitmap(candidates)
+    wanted = min(skip + count, len(candidates))
     costs: np.ndarray | None = None
 
     def relevance_costs(subset: np.ndarray) -> np.ndarray:
