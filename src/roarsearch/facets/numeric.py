@@ -89,14 +89,16 @@ def numeric_facet(field: str, columns: FieldColumns | None, candidates: BitMap, 
         docs, values = columns.numeric.pairs()
         selected_docs, selected = select_pairs(docs, values, candidates)  # pairs are in doc order
         if selected.size:
+            # A single-valued field has one pair per record: counting pairs counts records.
+            distinct = (lambda docs: int(np.unique(docs).size)) if columns.numeric.multi_valued else len
             stats = {
                 "min": plain_number(float(selected.min())),
                 "max": plain_number(float(selected.max())),
                 "avg": float(selected.mean()),
-                "count": int(np.unique(selected_docs).size),
+                "count": distinct(selected_docs),
             }
             for entry, interval in zip(ranges, intervals):
-                entry["count"] = int(np.unique(selected_docs[interval.contains(selected)]).size)
+                entry["count"] = int(distinct(selected_docs[interval.contains(selected)]))
     return {"field": field, "stats": stats, "ranges": ranges}
 
 

@@ -29,11 +29,22 @@ from roarsearch.index.columns import FieldColumns
 GATHER_THRESHOLD = 8192
 
 
+_last_mask: list[Any] = [None, None]  # (candidates object, mask): one request's facets share it
+
+
 def candidate_mask(candidates: BitMap, size: int) -> np.ndarray:
-    """Dense boolean mask over doc ids ``0..size-1`` with the candidates set."""
-    mask = np.zeros(size, dtype=bool)
+    """Dense boolean mask over doc ids ``0..size-1`` with the candidates set.
+
+    The facets of one request count over the same candidate bitmap: the mask of the last bitmap
+    is kept (compared by identity, and grown when a larger size is asked) so it is built once.
+    """
+    cached, mask = _last_mask
+    if cached is candidates and mask is not None and mask.size >= size:
+        return mask
     docs = array_from_bitmap(candidates)
-    mask[docs[docs < size]] = True
+    mask = np.zeros(max(size, int(docs[-1]) + 1 if docs.size else 0), dtype=bool)
+    mask[docs] = True
+    _last_mask[0], _last_mask[1] = candidates, mask
     return mask
 
 
@@ -48,7 +59,7 @@ def select_pairs(docs: np.ndarray, values: np.ndarray, candidates: BitMap) -> tu
         lengths = hi - lo
         index = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
         return docs[index], values[index]
-    keep = candidate_mask(candidates, int(docs[-1]) + 1)[docs]
+    keep = candidate_mask(candidates, int(docs[-1]) + 1)[docs]  # the mask covers every doc of ``docs``
     return docs[keep], values[keep]
 
 
