@@ -168,6 +168,7 @@ class Index:
         #: Incremented by every write; caches derived from the index key on it.
         self.generation = 0
         self._prefix_cache: dict[tuple[str, str], BitMap] = {}
+        self._word_docs_cache: dict[tuple[Any, ...], BitMap] = {}
         self._prefix_cache_generation = -1
         #: Fields whose exact values (short strings, booleans) are indexed. A field joins on first
         #: use (facet, equality filter, sort, group) and is then kept up to date by every write.
@@ -239,6 +240,20 @@ class Index:
         postings = self.postings.get(path)
         return EMPTY if postings is None else postings.bitmap(term_ids)
 
+    def word_docs_cache_get(self, key: tuple[Any, ...]) -> BitMap | None:
+        """A word's docs (a union of many postings) computed by an earlier query since the last write."""
+        if self._prefix_cache_generation != self.generation:
+            return None
+        return self._word_docs_cache.get(key)
+
+    def word_docs_cache_put(self, key: tuple[Any, ...], docs: BitMap) -> None:
+        if self._prefix_cache_generation != self.generation:
+            self._prefix_cache, self._word_docs_cache = {}, {}
+            self._prefix_cache_generation = self.generation
+        if len(self._word_docs_cache) >= PREFIX_CACHE_SIZE:
+            self._word_docs_cache.clear()
+        self._word_docs_cache[key] = docs
+
     def prefix_docs(self, path: str, prefix: str) -> BitMap:
         """Docs with a term starting with ``prefix`` in field ``path``.
 
@@ -249,7 +264,7 @@ class Index:
         if postings is None:
             return EMPTY
         if self._prefix_cache_generation != self.generation:
-            self._prefix_cache = {}
+            self._prefix_cache, self._word_docs_cache = {}, {}
             self._prefix_cache_generation = self.generation
         key = (path, prefix)
         cached = self._prefix_cache.get(key)

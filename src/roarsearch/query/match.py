@@ -36,11 +36,16 @@ class WordMatcher:
         if cached is not None:
             return cached
         fields = self.fields if field is None else [field]
-        term_ids = word.term_ids(max_typos)
-        parts = [self.index.field_docs(name, term_ids) for name in fields]
-        if word.prefix is not None:
-            parts.extend(self.index.prefix_docs(name, word.prefix) for name in fields)
-        result = union_all([part for part in parts if part])
+        shared_key = (word.text, word.prefix, max_typos, tuple(fields), len(word.variants))
+        result = self.index.word_docs_cache_get(shared_key)
+        if result is None:
+            term_ids = word.term_ids(max_typos)
+            parts = [self.index.field_docs(name, term_ids) for name in fields]
+            if word.prefix is not None:
+                parts.extend(self.index.prefix_docs(name, word.prefix) for name in fields)
+            result = union_all([part for part in parts if part])
+            if len(term_ids) > 8:  # a union of many postings: worth keeping until the next write
+                self.index.word_docs_cache_put(shared_key, result)
         self._cache[key] = result
         return result
 

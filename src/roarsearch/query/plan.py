@@ -69,6 +69,10 @@ def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int) -> list[
     for position, word in enumerate(words):
         is_prefix = position == len(words) - 1 and typing_last_word
         budget = allowed_typos(word, typo_tolerance)
+        cached = _cached_variants(lexicon, word, budget, is_prefix)
+        if cached is not None:
+            plans.append(WordPlan(word, position, is_prefix, cached, word if is_prefix else None))
+            continue
         best: dict[int, tuple[int, bool]] = {}
         exact_id = lexicon.id_of(word)
         if exact_id is not None:
@@ -83,8 +87,32 @@ def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int) -> list[
                 if distance and (term_id not in best or distance < best[term_id][0]):
                     best[term_id] = (distance, False)
         variants = tuple(Variant(term_id, typos, exact) for term_id, (typos, exact) in best.items())
+        _remember_variants(lexicon, word, budget, is_prefix, variants)
         plans.append(WordPlan(word, position, is_prefix, variants, word if is_prefix else None))
     return plans
+
+
+#: Expansions kept per lexicon; they stay valid until the vocabulary grows.
+EXPANSION_CACHE_SIZE = 4096
+
+
+def _cached_variants(lexicon: "LexiconLike", word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...] | None:
+    entry = getattr(lexicon, "_expansion_cache", None)
+    if entry is None or entry[0] != len(lexicon):  # type: ignore[arg-type]
+        return None
+    return entry[1].get((word, budget, is_prefix))
+
+
+def _remember_variants(lexicon: "LexiconLike", word: str, budget: int, is_prefix: bool,
+                       variants: tuple[Variant, ...]) -> None:
+    # Hot queries repeat, and expanding a word costs far more than looking it up. Kept on the
+    # lexicon itself and keyed by its size: terms are only ever added, never changed or removed.
+    size = len(lexicon)  # type: ignore[arg-type]
+    entry = getattr(lexicon, "_expansion_cache", None)
+    if entry is None or entry[0] != size or len(entry[1]) >= EXPANSION_CACHE_SIZE:
+        entry = (size, {})
+        lexicon._expansion_cache = entry  # type: ignore[attr-defined]
+    entry[1][(word, budget, is_prefix)] = variants
 
 
 def resolve_search_fields(requested: tuple[str, ...], text_fields: list[str]) -> list[str]:

@@ -16,7 +16,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
+import anyio
+import anyio.to_thread
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -41,6 +42,29 @@ from roarsearch.server.wire import JSONResponse, error_response, read_json
 
 log = logging.getLogger("roarsearch.server")
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
+
+
+#: Engine calls run in at most this many worker threads. Searches hold the GIL for most of their
+#: work, so more threads only add switching: a few keep both cores busy while numpy and pyroaring
+#: release the GIL, and requests wait in order (a short, fair queue: a low tail latency).
+ENGINE_THREADS = 4
+
+
+async def run_in_threadpool(function: Any, *args: Any) -> Any:
+    return await anyio.to_thread.run_sync(lambda: function(*args), limiter=_limiter())
+
+
+_limiters: dict[int, anyio.CapacityLimiter] = {}
+
+
+def _limiter() -> anyio.CapacityLimiter:
+    # One limiter per event loop thread (a limiter belongs to the loop that created it).
+    import threading
+
+    key = threading.get_ident()
+    if key not in _limiters:
+        _limiters[key] = anyio.CapacityLimiter(ENGINE_THREADS)
+    return _limiters[key]
 
 
 class Service:
