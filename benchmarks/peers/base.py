@@ -1,52 +1,78 @@
-"""The one small interface every engine adapter implements, and the workload classes.
+"""The one small interface every engine adapter implements.
 
-An adapter builds an index of place records and answers a workload class with ``(totalHits,
-ids)``; a class the engine cannot do raises :class:`Unsupported` — it is reported, never faked.
+Owns: the adapter contract and the shared reading of a workload entry (see
+:mod:`benchmarks.workloads`). Callers: ``benchmarks.run`` (in a child process per engine) and the
+tests. An adapter builds an index of a corpus from batches of records, then answers workload
+entries with an :class:`Answer`; a class the engine cannot do raises :class:`Unsupported` — it is
+reported, never faked.
+
+Shared semantics every adapter implements the same way, so that totals can be compared:
+- a record matches when every query word is in at least one text field (AND across words, OR
+  across fields); no fallback when nothing matches;
+- a word with typos allowed matches terms within OSA distance :func:`typo_distance`;
+- a prefix entry matches terms that start with its (only) word;
+- ranges are ``[low, high)``, ``None`` is open; ``eq``/``in`` on an array field match any element;
+- facet counts count records, per value and per range; groups count records per value, records
+  without a value are in no group.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-CLASSES = (
-    "one_word", "two_words", "typo1", "typo2", "prefix", "filter_range", "filter_equal", "filter_in",
-    "facets", "browse_sort", "deep_page", "group",
-)
-#: Classes whose totals must agree between engines that support them (exact semantics).
-EXACT = ("one_word", "two_words", "filter_range", "filter_equal", "filter_in", "browse_sort", "deep_page")
+from benchmarks.datasets import Corpus
 
 
 class Unsupported(Exception):
-    """The engine has no such feature."""
+    """The engine has no such feature (or it cannot be built at this size)."""
 
 
-@dataclass(frozen=True)
-class Workload:
-    """One query of a class: words, optional filters, sort, page, facets."""
+@dataclass
+class Answer:
+    """What an engine returned: exact total, ids of the page, and for facet and group entries the
+    counts (``facets``: field → value or range label → records; ``groups``: value → records)."""
 
-    words: tuple[str, ...] = ()
-    prefix: bool = False
-    typos: int = 0
-    population_range: tuple[int, int] | None = None
-    country: str | None = None
-    countries: tuple[str, ...] = ()
-    sort_population_desc: bool = False
-    skip: int = 0
-    count: int = 30
-    facets: bool = False
-    group: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    total: int
+    ids: list[Any]
+    facets: dict[str, dict[str, int]] = field(default_factory=dict)
+    groups: dict[str, int] = field(default_factory=dict)
+
+
+def typo_distance(word: str, typos: int) -> int:
+    """Edits allowed for ``word``: none under 4 letters, a second one from 8 (CONTRACT §3)."""
+    if typos <= 0 or len(word) < 4:
+        return 0
+    return 1 if len(word) < 8 or typos == 1 else 2
+
+
+def range_label(low: float | None, high: float | None) -> str:
+    """``[low,high)`` as roarsearch's interval string (open ends empty)."""
+    def number(value: float | None) -> str:
+        return "" if value is None else (str(int(value)) if float(value).is_integer() else str(value))
+    return f"[{number(low)},{number(high)})"
 
 
 class Adapter:
-    name = "engine"
+    """Base class: ``build`` once, then ``search`` many times; ``size_bytes`` of what it wrote."""
 
-    def build(self, records: list[dict[str, Any]], directory: str) -> None:
+    name = "engine"
+    #: True when equal sort keys are ordered by id ascending (then page ids are comparable).
+    ties_by_id = False
+
+    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+        """Index every record of ``batches`` into ``directory``; returns the number of records."""
         raise NotImplementedError
 
-    def search(self, kind: str, workload: Workload) -> tuple[int, list[Any]]:
+    def open(self) -> None:
+        """Open what ``build`` wrote for searching (timed apart from the build)."""
+
+    def search(self, kind: str, entry: dict[str, Any]) -> Answer:
         raise NotImplementedError
 
     def size_bytes(self) -> int:
         return 0
+
+    def close(self) -> None:
+        """Release files and threads (called before the directory is removed)."""

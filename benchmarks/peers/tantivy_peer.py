@@ -1,89 +1,157 @@
-"""tantivy (Rust, via the ``tantivy`` package): fuzzy term queries for typos, its aggregations for facets."""
+"""tantivy (Rust, through the ``tantivy`` Python package), used the way its documentation recommends.
+
+- Text fields use a registered analyzer ``fold`` (simple tokenizer, lower case, ASCII folding) so
+  matching is case- and accent-insensitive like roarsearch's and FTS5's; BM25 ranking.
+- Typos: ``fuzzy_term_query`` per word and field with transpositions costing one (OSA distance),
+  distance from :func:`typo_distance`; prefixes: ``regex_query`` ``word.*`` on the term dictionary.
+- Keyword fields are ``raw`` fast fields (arrays are multi-valued); numbers are fast indexed fields;
+  filters are ``range_query`` / ``term_query`` / ``term_set_query`` clauses of a boolean query.
+- Facets: one ``aggregate`` call with ``terms`` (size 100) and ``range`` aggregations.
+- Grouping: a ``terms`` aggregation with a ``top_hits`` sub-aggregation (3 per group); aggregations
+  see no scores, so groups come largest first and hits inside a group by id, not by relevance.
+Built with a 2-thread writer and a 256 MB heap, one commit, merges awaited.
+"""
 
 from __future__ import annotations
 
-import json
 import os
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import tantivy
 
-from benchmarks.peers.base import Adapter, Unsupported, Workload
+from benchmarks.datasets import Corpus
+from benchmarks.peers.base import Adapter, Answer, Unsupported, range_label, typo_distance
 
 
 class TantivyAdapter(Adapter):
     name = "tantivy"
 
-    def build(self, records: list[dict[str, Any]], directory: str) -> None:
+    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+        self.corpus = corpus
         self.directory = directory
         builder = tantivy.SchemaBuilder()
         builder.add_integer_field("id", stored=True, indexed=True, fast=True)
-        builder.add_text_field("name", stored=False)
-        builder.add_text_field("alt", stored=False)
-        builder.add_text_field("countryCode", stored=False, tokenizer_name="raw", fast=True)
-        builder.add_text_field("timezone", stored=False, tokenizer_name="raw", fast=True)
-        builder.add_integer_field("population", stored=False, indexed=True, fast=True)
+        for name in corpus.text_fields:
+            builder.add_text_field(name, stored=False, tokenizer_name="fold")
+        for name in corpus.keyword_fields:
+            builder.add_text_field(name, stored=False, tokenizer_name="raw", fast=True)
+        for name in corpus.numeric_fields:
+            if name in corpus.float_fields:
+                builder.add_float_field(name, stored=False, indexed=True, fast=True)
+            else:
+                builder.add_integer_field(name, stored=False, indexed=True, fast=True)
         self.schema = builder.build()
-        self.index = tantivy.Index(self.schema, path=directory)
-        writer = self.index.writer(heap_size=256_000_000, num_threads=2)
-        for record in records:
-            writer.add_document(tantivy.Document(
-                id=record["id"], name=record["name"], alt=" ".join(record.get("alternateNames", [])),
-                countryCode=record.get("countryCode", ""), timezone=record.get("timezone", ""),
-                population=int(record.get("population", 0))))
+        index = self._index()
+        writer = index.writer(heap_size=256_000_000, num_threads=2)
+        count = 0
+        for batch in batches:
+            for record in batch:
+                fields: dict[str, Any] = {"id": record["id"]}
+                for name in (*corpus.text_fields, *corpus.keyword_fields):
+                    if name in record:
+                        fields[name] = record[name]
+                for name in corpus.numeric_fields:
+                    if name in record:
+                        fields[name] = float(record[name]) if name in corpus.float_fields else int(record[name])
+                writer.add_document(tantivy.Document(**fields))
+            count += len(batch)
         writer.commit()
         writer.wait_merging_threads()
+        return count
+
+    def _index(self) -> tantivy.Index:
+        index = tantivy.Index(self.schema, path=self.directory)
+        analyzer = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+                    .filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.ascii_fold()).build())
+        index.register_tokenizer("fold", analyzer)
+        return index
+
+    def open(self) -> None:
+        self.index = self._index()
         self.index.reload()
         self.searcher = self.index.searcher()
 
-    def _query(self, workload: Workload) -> Any:
-        Occur = tantivy.Occur
+    def _query(self, entry: dict[str, Any]) -> Any:
+        occur = tantivy.Occur
         clauses = []
-        for index, word in enumerate(workload.words):
-            last = index == len(workload.words) - 1
+        for word in entry["words"]:
             per_field = []
-            for field in ("name", "alt"):
-                if workload.typos:
-                    distance = 2 if len(word) >= 8 and workload.typos > 1 else (1 if len(word) >= 4 else 0)
-                    per_field.append(tantivy.Query.fuzzy_term_query(self.schema, field, word, distance=distance,
-                                                                    transposition_cost_one=True, prefix=workload.prefix and last))
-                elif workload.prefix and last:
-                    per_field.append(tantivy.Query.regex_query(self.schema, field, word + ".*"))
+            for name in self.corpus.text_fields:
+                if entry["typos"]:
+                    per_field.append(tantivy.Query.fuzzy_term_query(
+                        self.schema, name, word, distance=typo_distance(word, entry["typos"]),
+                        transposition_cost_one=True, prefix=False))
+                elif entry["prefix"]:
+                    per_field.append(tantivy.Query.regex_query(self.schema, name, re.escape(word) + ".*"))
                 else:
-                    per_field.append(tantivy.Query.term_query(self.schema, field, word))
-            clauses.append((Occur.Must, tantivy.Query.boolean_query([(Occur.Should, q) for q in per_field])))
-        if workload.population_range:
-            low, high = workload.population_range
-            clauses.append((Occur.Must, tantivy.Query.range_query(self.schema, "population", tantivy.FieldType.Integer, low, high - 1)))
-        if workload.country:
-            clauses.append((Occur.Must, tantivy.Query.term_query(self.schema, "countryCode", workload.country)))
-        if workload.countries:
-            clauses.append((Occur.Must, tantivy.Query.term_set_query(self.schema, "countryCode", list(workload.countries))))
+                    per_field.append(tantivy.Query.term_query(self.schema, name, word))
+            clauses.append((occur.Must, tantivy.Query.boolean_query([(occur.Should, q) for q in per_field])))
+        for spec in entry["filters"]:
+            name = spec["field"]
+            if spec["op"] == "range":
+                floating = name in self.corpus.float_fields
+                kind = tantivy.FieldType.Float if floating else tantivy.FieldType.Integer
+                low = spec["low"] if spec["low"] is not None else (-1e300 if floating else -2**63)
+                high = spec["high"] if spec["high"] is not None else (1e300 if floating else 2**63 - 1)
+                clauses.append((occur.Must, tantivy.Query.range_query(
+                    self.schema, name, kind, float(low) if floating else int(low),
+                    float(high) if floating else int(high), include_lower=True,
+                    include_upper=spec["high"] is None)))
+            elif spec["op"] == "eq":
+                clauses.append((occur.Must, tantivy.Query.term_query(self.schema, name, spec["value"])))
+            else:
+                clauses.append((occur.Must, tantivy.Query.term_set_query(self.schema, name, list(spec["values"]))))
         if not clauses:
             return tantivy.Query.all_query()
         return tantivy.Query.boolean_query(clauses)
 
-    def search(self, kind: str, workload: Workload) -> tuple[int, list[Any]]:
-        if workload.group:
-            raise Unsupported("terms + top_hits dropped hits inside groups (ANCHORS); not measured as grouping")
-        query = self._query(workload)
-        if workload.sort_population_desc:
-            result = self.searcher.search(query, limit=workload.count, offset=workload.skip, count=True,
-                                          order_by_field="population", order=tantivy.Order.Desc)
+    def search(self, kind: str, entry: dict[str, Any]) -> Answer:
+        query = self._query(entry)
+        if entry["group"]:
+            return self._group(entry, query)
+        if entry["sort"]:
+            order = tantivy.Order.Desc if entry["sort"]["descending"] else tantivy.Order.Asc
+            result = self.searcher.search(query, limit=entry["count"], offset=entry["skip"], count=True,
+                                          order_by_field=entry["sort"]["field"], order=order)
         else:
-            result = self.searcher.search(query, limit=workload.count, offset=workload.skip, count=True)
-        if workload.facets:
-            aggregation = {"country": {"terms": {"field": "countryCode", "size": 100}},
-                           "timezone": {"terms": {"field": "timezone", "size": 100}},
-                           "population": {"range": {"field": "population", "ranges": [
-                               {"to": 10000}, {"from": 10000, "to": 100000}, {"from": 100000}]}},
-                           "stats": {"stats": {"field": "population"}}}
-            self.searcher.aggregate(query, aggregation)
-        ids = [self.searcher.doc(address)["id"][0] for _, address in result.hits]
-        return result.count, ids
+            result = self.searcher.search(query, limit=entry["count"], offset=entry["skip"], count=True)
+        answer = Answer(result.count, [self.searcher.doc(address)["id"][0] for _, address in result.hits])
+        if entry["facets"]:
+            facets = entry["facets"]
+            aggregation: dict[str, Any] = {name: {"terms": {"field": name, "size": 100}} for name in facets["text"]}
+            ranges = [{key: bound for key, bound in (("from", low), ("to", high)) if bound is not None}
+                      for low, high in facets["ranges"]]
+            aggregation["_numeric"] = {"range": {"field": facets["numeric"], "ranges": ranges}}
+            aggregation["_stats"] = {"stats": {"field": facets["numeric"]}}
+            result_aggregations = self.searcher.aggregate(query, aggregation)
+            for name in facets["text"]:
+                answer.facets[name] = {str(bucket["key"]): bucket["doc_count"]
+                                       for bucket in result_aggregations[name]["buckets"]}
+            answer.facets[facets["numeric"]] = {
+                range_label(low, high): bucket["doc_count"]
+                for (low, high), bucket in zip(facets["ranges"], result_aggregations["_numeric"]["buckets"])}
+        return answer
+
+    def _group(self, entry: dict[str, Any], query: Any) -> Answer:
+        name = entry["group"]
+        if name in self.corpus.multi_valued:
+            raise Unsupported("grouping by an array field is not measured")
+        total = self.searcher.search(query, limit=1, count=True).count
+        # Aggregations see no scores: groups come largest first, hits inside a group by id.
+        aggregation = {"groups": {"terms": {"field": name, "size": entry["count"]},
+                                  "aggs": {"top": {"top_hits": {"size": 3, "sort": [{"id": "asc"}],
+                                                                "docvalue_fields": ["id"]}}}}}
+        try:
+            result = self.searcher.aggregate(query, aggregation)
+        except ValueError as error:
+            raise Unsupported(f"terms + top_hits aggregation failed: {error}") from error
+        answer = Answer(total, [])
+        for bucket in result["groups"]["buckets"]:
+            answer.groups[str(bucket["key"])] = bucket["doc_count"]
+            answer.ids += [hit["docvalue_fields"]["id"][0] for hit in bucket["top"]["hits"]]
+        return answer
 
     def size_bytes(self) -> int:
         return sum(os.path.getsize(os.path.join(self.directory, name)) for name in os.listdir(self.directory))
-
-
-__all__ = ["TantivyAdapter", "json"]

@@ -1,0 +1,240 @@
+"""Seeded workload classes drawn from the real data, saved as JSON in ``benchmarks/workloads/``.
+
+Owns: what each workload class asks, in an engine-neutral form that every adapter translates into
+its own query language. Callers: ``benchmarks.run`` (loads the saved files), the tests.
+
+Invariants:
+- Words come from the first ``BASE_RECORDS`` real records and are ASCII letters only, so every word
+  of a workload exists at every benchmarked size (sizes start at 10,000; the scale-up keeps the real
+  records first) and no engine's accent folding changes the query side.
+- Frequency bands are by document frequency over all real records: ``common`` = the 200 most
+  frequent words of 4+ letters, ``medium`` = ranks 200-5,000, ``rare`` = the rest (often 1-3 records).
+  A multi-word query takes the band of its rarest word and is a run of adjacent words of one real
+  field value, so the AND of its words always matches.
+- Typos are edits of real words checked with OSA distance (rapidfuzz): one typo needs a word of 4+
+  letters, two typos 8+ (the contract's rule), and two-typo words keep their length.
+
+A workload entry::
+
+    {"words": ["san", "jose"], "prefix": false, "typos": 0,
+     "filters": [{"op": "range", "field": "population", "low": 1000, "high": 50000},
+                 {"op": "eq", "field": "countryCode", "value": "US"},
+                 {"op": "in", "field": "countryCode", "values": ["US", "FR"]}],
+     "facets": {"text": ["countryCode", "timezone"], "numeric": "population",
+                "ranges": [[0, 10000], [10000, 100000], [100000, null]]} | null,
+     "sort": {"field": "population", "descending": true} | null,
+     "skip": 0, "count": 30, "group": "countryCode" | null}
+
+Ranges are ``[low, high)``; ``null`` is open. Run ``python -m benchmarks.workloads`` to regenerate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rapidfuzz.distance import OSA
+
+from benchmarks.datasets import CORPORA, Corpus, real_movies, real_places
+from roarsearch.analysis.analyzer import analyze
+
+WORKLOADS = Path(__file__).resolve().parent / "workloads"
+BASE_RECORDS = 10_000
+PER_CLASS = 30
+SEED = 3
+COMMON_RANKS = 200
+MEDIUM_RANKS = 5_000
+DEEP_SKIP = 10_000
+BANDS = ("rare", "medium", "common")
+
+CLASSES = (
+    "one_word_rare", "one_word_medium", "one_word_common",
+    "multi_word_rare", "multi_word_medium", "multi_word_common",
+    "typo1_one_word", "typo1_multi_word", "typo2_one_word", "typo2_multi_word",
+    "prefix2", "prefix3", "prefix4",
+    "filter_range", "filter_equal", "filter_in", "facets", "browse_sort", "deep_page", "group",
+)
+
+
+def _words_of(value: Any) -> list[list[str]]:
+    """Token runs of a field value (one run per array element), folded by roarsearch's analyzer."""
+    values = value if isinstance(value, list) else [value]
+    return [analyze(item) for item in values if isinstance(item, str)]
+
+
+def _usable(token: str) -> bool:
+    return token.isascii() and token.isalpha() and len(token) >= 4
+
+
+def _typo(word: str, rng: random.Random, length_preserving: bool) -> str:
+    """One edit of ``word``: substitution, adjacent transposition, or (unless length must be kept)
+    deletion or insertion."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    while True:
+        kinds = ("substitute", "transpose") if length_preserving else ("substitute", "transpose", "delete", "insert")
+        kind = rng.choice(kinds)
+        i = rng.randrange(len(word))
+        if kind == "substitute":
+            edited = word[:i] + rng.choice(letters) + word[i + 1:]
+        elif kind == "transpose" and i < len(word) - 1:
+            edited = word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        elif kind == "delete" and len(word) > 4:
+            edited = word[:i] + word[i + 1:]
+        elif kind == "insert":
+            edited = word[:i] + rng.choice(letters) + word[i:]
+        else:
+            continue
+        if OSA.distance(word, edited) == 1:
+            return edited
+
+
+def _typos(word: str, count: int, rng: random.Random) -> str:
+    """``word`` with exactly ``count`` typos (OSA distance); two typos keep the length."""
+    while True:
+        edited = word
+        for _ in range(count):
+            edited = _typo(edited, rng, length_preserving=count > 1)
+        if OSA.distance(word, edited) == count:
+            return edited
+
+
+def _query(words: list[str], **overrides: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"words": words, "prefix": False, "typos": 0, "filters": [], "facets": None,
+                             "sort": None, "skip": 0, "count": 30, "group": None}
+    entry.update(overrides)
+    return entry
+
+
+def make_workloads(corpus: Corpus, real: list[dict[str, Any]], per_class: int = PER_CLASS,
+                   seed: int = SEED) -> dict[str, Any]:
+    """Every class of :data:`CLASSES`, ``per_class`` queries each, from ``real`` (id order)."""
+    rng = random.Random(seed)
+    frequency: Counter[str] = Counter()
+    for record in real:
+        frequency.update({token for field in corpus.text_fields for run in _words_of(record.get(field))
+                          for token in run})
+    base = real[:BASE_RECORDS]
+    runs = [run for record in base for field in corpus.text_fields for run in _words_of(record.get(field))]
+    base_words = {token for run in runs for token in run if _usable(token)}
+    ranked = [word for word, _ in frequency.most_common() if _usable(word)]
+    rank = {word: position for position, word in enumerate(ranked)}
+
+    def band_of(word: str) -> str:
+        return "common" if rank[word] < COMMON_RANKS else "medium" if rank[word] < MEDIUM_RANKS else "rare"
+
+    words_by_band = {band: sorted(w for w in base_words if band_of(w) == band) for band in BANDS}
+    phrases_by_band: dict[str, list[list[str]]] = {band: [] for band in BANDS}
+    for run in runs:
+        for length in (2, 3):
+            for start in range(len(run) - length + 1):
+                phrase = run[start:start + length]
+                if all(_usable(token) for token in phrase) and len(set(phrase)) == length:
+                    phrases_by_band[max((band_of(t) for t in phrase), key=BANDS.index)].append(phrase)
+    for band in BANDS:  # one entry per distinct phrase, sorted: the draw does not depend on set order
+        phrases_by_band[band] = [list(p) for p in sorted({tuple(p) for p in phrases_by_band[band]})]
+
+    def draw(pool: list[Any]) -> Any:
+        return pool[rng.randrange(len(pool))]
+
+    def mixed_word(i: int, min_length: int = 4) -> str:
+        band = BANDS[i % 3]
+        pool = [w for w in words_by_band[band] if len(w) >= min_length] or \
+            [w for w in ranked[:MEDIUM_RANKS] if len(w) >= min_length and w in base_words]
+        return draw(pool)
+
+    def mixed_phrase(i: int) -> list[str]:
+        return list(draw(phrases_by_band[BANDS[i % 3]] or phrases_by_band["medium"]))
+
+    keyword_values = _keyword_values(corpus, real)
+    common_words = [w for w in ranked[:COMMON_RANKS] if w in base_words]
+    facets = {"text": list(corpus.facet_text_fields), "numeric": corpus.facet_numeric_field,
+              "ranges": [list(bounds) for bounds in corpus.facet_ranges]}
+    low, high = corpus.range_bounds
+    browse_field, browse_low, browse_high = corpus.browse_filter
+    classes: dict[str, list[dict[str, Any]]] = {}
+    for band in BANDS:
+        classes[f"one_word_{band}"] = [_query([draw(words_by_band[band])]) for _ in range(per_class)]
+        pool = phrases_by_band[band] or phrases_by_band["medium"]
+        classes[f"multi_word_{band}"] = [_query(list(draw(pool))) for _ in range(per_class)]
+    classes["typo1_one_word"] = [_query([_typos(mixed_word(i), 1, rng)], typos=1) for i in range(per_class)]
+    classes["typo1_multi_word"] = []
+    for i in range(per_class):
+        phrase = mixed_phrase(i)
+        longest = max(range(len(phrase)), key=lambda j: len(phrase[j]))
+        phrase[longest] = _typos(phrase[longest], 1, rng)
+        classes["typo1_multi_word"].append(_query(phrase, typos=1))
+    classes["typo2_one_word"] = [_query([_typos(mixed_word(i, 8), 2, rng)], typos=2) for i in range(per_class)]
+    classes["typo2_multi_word"] = [_query([_typos(word, 1, rng) for word in mixed_phrase(i)], typos=2)
+                                   for i in range(per_class)]
+    for length in (2, 3, 4):
+        classes[f"prefix{length}"] = [_query([mixed_word(i)[:length]], prefix=True) for i in range(per_class)]
+    classes["filter_range"] = [
+        _query([draw(common_words)], filters=[{"op": "range", "field": corpus.range_field, "low": low, "high": high}])
+        for _ in range(per_class)]
+    classes["filter_equal"] = [
+        _query([draw(common_words)],
+               filters=[{"op": "eq", "field": corpus.equal_field, "value": draw(keyword_values[corpus.equal_field][:10])}])
+        for _ in range(per_class)]
+    classes["filter_in"] = [
+        _query([draw(common_words)],
+               filters=[{"op": "in", "field": corpus.in_field, "values": rng.sample(keyword_values[corpus.in_field][:40], 3)}])
+        for _ in range(per_class)]
+    classes["facets"] = [_query([draw(common_words[:20])], facets=facets) for _ in range(per_class)]
+    classes["browse_sort"] = [
+        _query([], filters=[{"op": "range", "field": browse_field, "low": browse_low, "high": browse_high}],
+               sort={"field": corpus.sort_field, "descending": True})
+        for _ in range(per_class)]
+    classes["deep_page"] = [_query([draw(common_words[:5])], skip=DEEP_SKIP) for _ in range(per_class)]
+    classes["group"] = [_query([draw(common_words[:20])], group=corpus.group_field, count=10) for _ in range(per_class)]
+    return {"corpus": corpus.name, "seed": seed, "base_records": BASE_RECORDS, "per_class": per_class,
+            "classes": {name: classes[name] for name in CLASSES}}
+
+
+def _keyword_values(corpus: Corpus, real: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Values of each keyword field, most frequent first (ties by value)."""
+    values: dict[str, list[str]] = {}
+    for field in corpus.keyword_fields:
+        counts: Counter[str] = Counter()
+        for record in real:
+            value = record.get(field)
+            counts.update(value if isinstance(value, list) else [value] if value is not None else [])
+        values[field] = [value for value, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+    return values
+
+
+def workload_path(corpus: str) -> Path:
+    return WORKLOADS / f"{corpus}.json"
+
+
+def generate(corpus: str) -> Path:
+    """Regenerate and save the workload file of ``corpus``."""
+    real = real_places() if corpus == "places" else real_movies()
+    workloads = make_workloads(CORPORA[corpus], real)
+    WORKLOADS.mkdir(exist_ok=True)
+    path = workload_path(corpus)
+    path.write_text(json.dumps(workloads, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def load(corpus: str) -> dict[str, Any]:
+    """The saved workload file of ``corpus`` (generated first if missing)."""
+    path = workload_path(corpus)
+    if not path.exists():
+        generate(corpus)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Regenerate benchmarks/workloads/<corpus>.json")
+    parser.add_argument("--corpus", choices=sorted(CORPORA), action="append")
+    args = parser.parse_args()
+    for corpus in args.corpus or sorted(CORPORA):
+        print(generate(corpus))
+
+
+if __name__ == "__main__":
+    main()
