@@ -388,8 +388,9 @@ def index_to_state(index: Index) -> dict[str, Any]:
     docstore = index.docs
     postings_state: dict[str, Any] = {}
     for path, postings in index.postings.items():
-        term_ids = np.fromiter(postings.terms.keys(), dtype=np.uint32, count=len(postings.terms))
-        blobs = [bitmap.serialize() for bitmap in postings.terms.values()]
+        all_terms = postings.all_terms()
+        term_ids = np.fromiter(sorted(all_terms), dtype=np.uint32, count=len(all_terms))
+        blobs = [all_terms[term].serialize() for term in term_ids.tolist()]
         offsets = np.zeros(len(blobs) + 1, dtype=np.uint64)
         np.cumsum([len(blob) for blob in blobs], out=offsets[1:])
         token_terms, token_docs, token_positions = postings.token_arrays()
@@ -447,11 +448,8 @@ def index_from_state(state: dict[str, Any]) -> Index:
     index._value_fields = set(state.get("value_fields", []))
     for path, saved in state["postings"].items():
         postings = FieldPostings()
-        term_ids = np.frombuffer(saved["term_ids"], dtype=np.uint32).tolist()
-        offsets = np.frombuffer(saved["offsets"], dtype=np.uint64).tolist()
-        blob = memoryview(saved["bitmaps"])
-        deserialize = BitMap.deserialize
-        postings.terms = {term: deserialize(blob[offsets[i]:offsets[i + 1]]) for i, term in enumerate(term_ids)}
+        postings.load_saved(np.frombuffer(saved["term_ids"], dtype=np.uint32),
+                            np.frombuffer(saved["offsets"], dtype=np.uint64), saved["bitmaps"])
         postings.docs = BitMap.deserialize(saved["field_docs"])
         postings.load_token_arrays(_array(saved["token_terms"], np.uint32), _array(saved["token_docs"], np.uint32),
                                    _array(saved["token_positions"], np.uint32))
@@ -501,8 +499,8 @@ def compare_indexes(loaded: Index, rebuilt: Index) -> list[str]:
         problems.append(f"records: {len(loaded_ids ^ rebuilt_ids)} record ids differ between the index and the stored records")
     for path in sorted(set(loaded.postings) | set(rebuilt.postings)):
         left, right = loaded.postings.get(path), rebuilt.postings.get(path)
-        left_terms = {} if left is None else {loaded.lexicon.term_of(t): b for t, b in left.terms.items()}
-        right_terms = {} if right is None else {rebuilt.lexicon.term_of(t): b for t, b in right.terms.items()}
+        left_terms = {} if left is None else {loaded.lexicon.term_of(t): b for t, b in left.all_terms().items()}
+        right_terms = {} if right is None else {rebuilt.lexicon.term_of(t): b for t, b in right.all_terms().items()}
         for term in sorted(set(left_terms) | set(right_terms)):
             a = record_ids(loaded, left_terms.get(term, BitMap()))
             b = record_ids(rebuilt, right_terms.get(term, BitMap()))

@@ -29,10 +29,13 @@ MAX_TOKEN_CHUNKS = 8
 class FieldPostings:
     """The postings and token positions of one field."""
 
-    __slots__ = ("terms", "docs", "_chunks")
+    __slots__ = ("terms", "docs", "_chunks", "_saved")
 
     def __init__(self) -> None:
+        #: Bitmaps in use. After a snapshot load most terms are still serialised in ``_saved`` and
+        #: are deserialised the first time a query or a write touches them (opening stays fast).
         self.terms: dict[int, BitMap] = {}
+        self._saved: tuple[np.ndarray, np.ndarray, np.ndarray, memoryview] | None = None
         self.docs = BitMap()  # docs having at least one token in this field
         # Each chunk: (terms, docs, positions), sorted by term, then doc, then position.
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -53,6 +56,8 @@ class FieldPostings:
         for term, lo, hi in zip(sorted_terms[starts].tolist(), starts.tolist(), ends.tolist()):
             bitmap = bitmap_from_array(sorted_docs[lo:hi])
             existing = postings.get(term)
+            if existing is None and self._saved is not None:
+                existing = self._load(term)
             if existing is None:
                 postings[term] = bitmap
             else:
@@ -71,10 +76,46 @@ class FieldPostings:
     def bitmap(self, term_ids: list[int]) -> BitMap:
         """Docs containing any of ``term_ids`` in this field."""
         postings = self.terms
-        found = [postings[term] for term in term_ids if term in postings]
+        if self._saved is None:
+            found = [postings[term] for term in term_ids if term in postings]
+        else:
+            found = [bitmap for bitmap in map(self._get, term_ids) if bitmap is not None]
         if not found:
             return EMPTY
         return union_all(found)
+
+    def _get(self, term: int) -> BitMap | None:
+        bitmap = self.terms.get(term)
+        return bitmap if bitmap is not None else self._load(term)
+
+    def _load(self, term: int) -> BitMap | None:
+        """Deserialise a saved term's bitmap (None when the term never occurred in this field)."""
+        assert self._saved is not None
+        term_ids, starts, ends, blob = self._saved
+        position = int(np.searchsorted(term_ids, term))
+        if position >= term_ids.size or int(term_ids[position]) != term:
+            return None
+        bitmap = BitMap.deserialize(blob[int(starts[position]):int(ends[position])])
+        self.terms[term] = bitmap
+        return bitmap
+
+    def load_saved(self, term_ids: np.ndarray, offsets: np.ndarray, blob: bytes) -> None:
+        """Keep serialised bitmaps (bitmap i is ``blob[offsets[i]:offsets[i+1]]``) for first use."""
+        starts, ends = offsets[:-1], offsets[1:]
+        order = np.argsort(term_ids, kind="stable")  # older snapshots kept terms in insertion order
+        self.terms = {}
+        self._saved = (term_ids[order], starts[order], ends[order], memoryview(blob))
+
+    def all_terms(self) -> dict[int, BitMap]:
+        """Every term's bitmap, deserialising whatever is still saved (snapshots, checks)."""
+        if self._saved is not None:
+            term_ids, starts, ends, blob = self._saved
+            terms = self.terms
+            for term, start, end in zip(term_ids.tolist(), starts.tolist(), ends.tolist()):
+                if term not in terms:
+                    terms[term] = BitMap.deserialize(blob[start:end])
+            self._saved = None
+        return self.terms
 
     def occurrences(self, term_ids: np.ndarray, doc_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in docs where
