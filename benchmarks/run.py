@@ -8,8 +8,8 @@ multi-word queries at rare/medium/common frequency, the same with one and two ty
 2/3/4 letters, query + range / equality / IN filter, query + two text facets + one numeric facet,
 empty query + filter + sort top 30, deep page at skip 10,000, group by a category); then
 roarsearch's p50 ratio to each peer per class. Each entry runs once to warm up (and to collect
-its answer), then once timed; a class stops after ``CLASS_BUDGET_S`` seconds of timed queries (the
-number measured is reported). A class an engine cannot do is "unsupported", never faked.
+its answer), then once timed; each pass of a class stops after a budget (2 s quick, 8 s otherwise;
+the number measured is reported). A class an engine cannot do is "unsupported", never faked.
 
 Agreement: where engines do the same thing their answers must agree — totals of every exact class
 (words, prefixes, filters, facets, sort, deep page, grouping) across all engines; totals of typo
@@ -23,7 +23,7 @@ films (bokeh-sampledata, 17,472 real records), each scaled up deterministically 
 Workloads: ``benchmarks/workloads/<corpus>.json`` (seeded, saved).
 
 How to run:
-    python -m benchmarks.run --quick     # places 20k + movies 17,472 (real), 10 per class, ~2 minutes
+    python -m benchmarks.run --quick     # places 20k + movies 10k (real), 10 per class, < 2 minutes
     python -m benchmarks.run --full      # places and movies at 10k/100k/1M (Whoosh up to 100k), <= 30 min
     python -m benchmarks.run --sizes places:200000 --engines roarsearch,tantivy --per-class 30
 Writes benchmarks/results/<name>.json, <name>.md, <name>-<corpus>-latency.png and
@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -52,15 +51,17 @@ from benchmarks.workloads import CLASSES, load
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 ENGINES = ("roarsearch", "sqlite-fts5", "tantivy", "whoosh")
-#: Seconds of timed queries per class before the rest of the class is skipped (Whoosh needs it).
+#: Seconds per pass (warm-up, timed) of one class before its remaining entries are skipped (Whoosh
+#: needs it: some of its prefix queries take seconds each).
 CLASS_BUDGET_S = 8.0
+QUICK_CLASS_BUDGET_S = 2.0
 TYPO_CLASSES = ("typo1_one_word", "typo1_multi_word", "typo2_one_word", "typo2_multi_word")
 #: Engines whose typo matching is the same (OSA distance per word, any letter): totals comparable.
 SAME_TYPOS = ("roarsearch", "tantivy")
 EXACT_CLASSES = tuple(kind for kind in CLASSES if kind not in TYPO_CLASSES)
 #: Classes whose page ids are kept in the result (compared for browse_sort).
 KEEP_IDS = ("browse_sort",)
-QUICK_SIZES = [("places", 20_000), ("movies", 17_472)]
+QUICK_SIZES = [("places", 20_000), ("movies", 10_000)]
 FULL_SIZES = [("places", 10_000), ("places", 100_000), ("places", 1_000_000),
               ("movies", 10_000), ("movies", 100_000), ("movies", 1_000_000)]
 
@@ -81,9 +82,19 @@ def adapter_for(name: str) -> Adapter:
     raise KeyError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
 
 
+def _status_mb(key: str) -> float:
+    """A memory line of /proc/self/status in MB. ``VmHWM`` (peak resident) belongs to the address
+    space, so it starts afresh in the child at exec — unlike ``getrusage``'s ``ru_maxrss``, which
+    Linux carries over from the parent that forked the child."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024 / 1e6
+    raise KeyError(key)
+
+
 def _rss_mb() -> float:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    return _status_mb("VmRSS")
 
 
 def percentiles(latencies_ms: list[float]) -> dict[str, float]:
@@ -96,7 +107,7 @@ def percentiles(latencies_ms: list[float]) -> dict[str, float]:
             "p99_ms": round(pick(0.99), 3)}
 
 
-def run_engine(engine: str, corpus_name: str, size: int, per_class: int) -> dict[str, Any]:
+def run_engine(engine: str, corpus_name: str, size: int, per_class: int, budget_s: float) -> dict[str, Any]:
     """Build one engine on one corpus and run every class (in a child process)."""
     corpus = CORPORA[corpus_name]
     workloads = load(corpus_name)["classes"]
@@ -117,24 +128,29 @@ def run_engine(engine: str, corpus_name: str, size: int, per_class: int) -> dict
                       open_s=round(time.perf_counter() - started, 2),
                       disk_mb=round(adapter.size_bytes() / 1e6, 1), rss_mb=round(_rss_mb(), 1))
         for kind in CLASSES:
-            result["classes"][kind] = run_class(adapter, kind, workloads[kind][:per_class])
+            result["classes"][kind] = run_class(adapter, kind, workloads[kind][:per_class], budget_s)
         adapter.close()
-    result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    result["peak_rss_mb"] = round(_status_mb("VmHWM"), 1)
     return result
 
 
-def run_class(adapter: Adapter, kind: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+def run_class(adapter: Adapter, kind: str, entries: list[dict[str, Any]], budget_s: float) -> dict[str, Any]:
+    """Warm-up pass (its answers are the ones compared), then a timed pass; each pass stops after
+    ``budget_s`` seconds, and the timed pass measures the entries the warm-up reached."""
     answers: list[Answer] = []
+    budget_end = time.perf_counter() + budget_s
     try:
         for entry in entries:  # warm-up pass: also the answers compared between engines
             answers.append(adapter.search(kind, entry))
+            if time.perf_counter() > budget_end:
+                break
     except Unsupported as reason:
         return {"unsupported": str(reason)}
     except Exception as error:  # noqa: BLE001 - a crash of one class is reported, the run goes on
         return {"error": f"{type(error).__name__}: {error}"[:500]}
     latencies: list[float] = []
-    budget_end = time.perf_counter() + CLASS_BUDGET_S
-    for entry in entries:
+    budget_end = time.perf_counter() + budget_s
+    for entry in entries[: len(answers)]:
         started = time.perf_counter()
         adapter.search(kind, entry)
         latencies.append((time.perf_counter() - started) * 1000)
@@ -151,9 +167,10 @@ def run_class(adapter: Adapter, kind: str, entries: list[dict[str, Any]]) -> dic
     return figures
 
 
-def run_child(engine: str, corpus: str, size: int, per_class: int, timeout_s: float) -> dict[str, Any]:
+def run_child(engine: str, corpus: str, size: int, per_class: int, budget_s: float,
+              timeout_s: float) -> dict[str, Any]:
     command = [sys.executable, "-m", "benchmarks.run", "--child", engine, "--corpus", corpus,
-               "--records", str(size), "--per-class", str(per_class)]
+               "--records", str(size), "--per-class", str(per_class), "--class-budget", str(budget_s)]
     try:
         child = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -165,7 +182,8 @@ def run_child(engine: str, corpus: str, size: int, per_class: int, timeout_s: fl
     return json.loads(child.stdout.strip().splitlines()[-1])
 
 
-def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ...], timeout_s: float) -> dict[str, Any]:
+def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ...], budget_s: float,
+            timeout_s: float) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     for corpus, size in sizes:
         started = time.perf_counter()
@@ -174,7 +192,7 @@ def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ..
               f"{time.perf_counter() - started:.1f} s)", flush=True)
         for engine in engines:
             started = time.perf_counter()
-            run = run_child(engine, corpus, size, per_class, timeout_s)
+            run = run_child(engine, corpus, size, per_class, budget_s, timeout_s)
             run["jsonl_mb"] = round(path.stat().st_size / 1e6, 1)
             runs.append(run)
             state = run.get("unsupported") or run.get("error") or (
@@ -182,7 +200,7 @@ def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ..
             print(f"[{corpus} {size:,}] {engine}: {state} ({time.perf_counter() - started:.0f} s)", flush=True)
     return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "command": "python -m benchmarks.run " + " ".join(sys.argv[1:]), "per_class": per_class,
-            "class_budget_s": CLASS_BUDGET_S, "runs": runs, "agreement": agreement(runs), "ratios": ratios(runs)}
+            "class_budget_s": budget_s, "runs": runs, "agreement": agreement(runs), "ratios": ratios(runs)}
 
 
 def machine() -> str:
@@ -280,7 +298,7 @@ def ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]
     return table
 
 
-def _cell(run: dict[str, Any], kind: str) -> str:
+def _cell(run: dict[str, Any], kind: str, per_class: int) -> str:
     if run.get("unsupported"):
         return "not built"
     if run.get("error"):
@@ -290,7 +308,7 @@ def _cell(run: dict[str, Any], kind: str) -> str:
         return "not yet supported" if figures["unsupported"].startswith("not yet") else "unsupported"
     if "error" in figures:
         return "error"
-    partial = "" if figures.get("measured", 0) >= len(figures.get("totals", [])) else f" (n={figures['measured']})"
+    partial = "" if figures["measured"] >= per_class else f" (n={figures['measured']})"
     return f"{figures['p50_ms']:.2f} / {figures['p95_ms']:.2f} / {figures['p99_ms']:.2f}{partial}"
 
 
@@ -310,7 +328,7 @@ def markdown(report: dict[str, Any]) -> str:
                   "|---|" + "---|" * (len(at_size) + len(peers))]
         for kind in CLASSES:
             ratio_cells = [f"{ratio[peer][kind]:.2f}" if kind in ratio.get(peer, {}) else "—" for peer in peers]
-            lines.append(f"| {kind} | " + " | ".join(_cell(run, kind) for run in at_size) + " | " +
+            lines.append(f"| {kind} | " + " | ".join(_cell(run, kind, report["per_class"]) for run in at_size) + " | " +
                          " | ".join(ratio_cells) + " |")
         for label, key in (("build records/s", "records_per_s"), ("build s", "build_s"), ("reopen s", "open_s"),
                            ("disk MB", "disk_mb"), ("RSS after reopen MB", "rss_mb"), ("peak RSS MB", "peak_rss_mb"),
@@ -391,26 +409,29 @@ def _parse_sizes(text: str) -> list[tuple[str, int]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="places 20k + movies 17,472, 10 queries per class")
+    mode.add_argument("--quick", action="store_true", help="places 20k + movies 10k, 10 queries per class")
     mode.add_argument("--full", action="store_true", help="both corpora at 10k, 100k and 1M, 30 queries per class")
     mode.add_argument("--sizes", help="comma-separated corpus:records, e.g. places:100000,movies:17472")
     parser.add_argument("--per-class", type=int, help="queries per class (default 10 quick, 30 otherwise)")
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--name", help="result file stem (default quick, full or custom)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per engine child process")
+    parser.add_argument("--class-budget", type=float, help="seconds per pass of one class (default 2 quick, 8 otherwise)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
     parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_engine(args.child, args.corpus, args.records, args.per_class)))
+        print(json.dumps(run_engine(args.child, args.corpus, args.records, args.per_class, args.class_budget)))
         return
     sizes = _parse_sizes(args.sizes) if args.sizes else FULL_SIZES if args.full else QUICK_SIZES
-    per_class = args.per_class or (10 if not (args.full or args.sizes) else 30)
+    quick = not (args.full or args.sizes)
+    per_class = args.per_class or (10 if quick else 30)
+    budget_s = args.class_budget or (QUICK_CLASS_BUDGET_S if quick else CLASS_BUDGET_S)
     engines = tuple(args.engines.split(","))
     for engine in engines:
         adapter_for(engine)  # unknown names fail before any work
-    report = run_all(sizes, per_class, engines, args.timeout)
+    report = run_all(sizes, per_class, engines, budget_s, args.timeout)
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / (args.name or ("full" if args.full else "custom" if args.sizes else "quick"))
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")

@@ -140,7 +140,7 @@ class SqliteFts5Adapter(Adapter):
         matches = f"SELECT d.id AS id FROM {source} {clause}"
         for name in facets["text"]:
             if name in self.corpus.multi_valued:
-                sql = (f"WITH m AS ({matches}) SELECT v.value, count(*) c FROM m JOIN vals v ON v.id = m.id "
+                sql = (f"WITH m AS MATERIALIZED ({matches}) SELECT v.value, count(*) c FROM m JOIN vals v ON v.id = m.id "
                        f"AND v.field = ? GROUP BY v.value ORDER BY c DESC, v.value LIMIT 100")
                 rows = self.db.execute(sql, [*params, name]).fetchall()
             else:

@@ -121,7 +121,9 @@ class TantivyAdapter(Adapter):
         if entry["facets"]:
             facets = entry["facets"]
             aggregation: dict[str, Any] = {name: {"terms": {"field": name, "size": 100}} for name in facets["text"]}
-            ranges = [{key: bound for key, bound in (("from", low), ("to", high)) if bound is not None}
+            # Keyed ranges: tantivy adds buckets for the gaps between requested ranges.
+            ranges = [{"key": range_label(low, high),
+                       **{key: bound for key, bound in (("from", low), ("to", high)) if bound is not None}}
                       for low, high in facets["ranges"]]
             aggregation["_numeric"] = {"range": {"field": facets["numeric"], "ranges": ranges}}
             aggregation["_stats"] = {"stats": {"field": facets["numeric"]}}
@@ -129,9 +131,11 @@ class TantivyAdapter(Adapter):
             for name in facets["text"]:
                 answer.facets[name] = {str(bucket["key"]): bucket["doc_count"]
                                        for bucket in result_aggregations[name]["buckets"]}
-            answer.facets[facets["numeric"]] = {
-                range_label(low, high): bucket["doc_count"]
-                for (low, high), bucket in zip(facets["ranges"], result_aggregations["_numeric"]["buckets"])}
+            buckets = result_aggregations["_numeric"]["buckets"]
+            counts = {bucket["key"]: bucket["doc_count"] for bucket in
+                      (buckets.values() if isinstance(buckets, dict) else buckets)}
+            answer.facets[facets["numeric"]] = {range_label(low, high): counts.get(range_label(low, high), 0)
+                                                for low, high in facets["ranges"]}
         return answer
 
     def _group(self, entry: dict[str, Any], query: Any) -> Answer:
