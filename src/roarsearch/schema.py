@@ -31,7 +31,7 @@ def check_record_id(value: Any, where: str) -> RecordId:
     """Return ``value`` if it is a valid record id, else raise a 400 that names ``where``."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise BadRequestError(
-            f"{where}: must be an integer or a non-empty string, got {_type_name(value)}", field="id"
+            f"{where}: must be an integer or a non-empty string, got {type_name(value)}", field="id"
         )
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
@@ -44,7 +44,8 @@ def check_record_id(value: Any, where: str) -> RecordId:
     return value
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """The JSON name of a value's type, for error messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -85,7 +86,7 @@ def _check_value(value: Any, where: str, depth: int) -> None:
                 raise BadRequestError(f"{where}: field names must be non-empty strings, got {key!r}", field=where)
             _check_value(element, f"{where}.{key}", depth + 1)
         return
-    raise BadRequestError(f"{where}: unsupported value of type {_type_name(value)}", field=where)
+    raise BadRequestError(f"{where}: unsupported value of type {type_name(value)}", field=where)
 
 
 def validate_records(records: Any) -> list[dict[str, Any]]:
@@ -100,14 +101,14 @@ def validate_records(records: Any) -> list[dict[str, Any]]:
         batch = list(records)
     else:
         raise BadRequestError(
-            f"records: must be a JSON object or an array of objects, got {_type_name(records)}", field="records"
+            f"records: must be a JSON object or an array of objects, got {type_name(records)}", field="records"
         )
     if not batch:
         raise BadRequestError("records: must not be empty", field="records")
     for index, record in enumerate(batch):
         where = f"records[{index}]"
         if not isinstance(record, dict):
-            raise BadRequestError(f"{where}: must be a JSON object, got {_type_name(record)}", field="records")
+            raise BadRequestError(f"{where}: must be a JSON object, got {type_name(record)}", field="records")
         if "id" not in record:
             raise BadRequestError(f"{where}.id: is required", field="id")
         check_record_id(record["id"], f"{where}.id")

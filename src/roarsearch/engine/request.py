@@ -14,6 +14,7 @@ from typing import Any
 from rapidfuzz import process
 
 from roarsearch.errors import BadRequestError
+from roarsearch.schema import type_name
 
 COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_COUNT = 1000
@@ -83,28 +84,12 @@ class SearchRequest:
 
 def check_collection_id(value: Any, where: str = "collection") -> str:
     if not isinstance(value, str):
-        raise BadRequestError(f"{where}: must be a string, got {_type_name(value)}", field=where)
+        raise BadRequestError(f"{where}: must be a string, got {type_name(value)}", field=where)
     if not COLLECTION_ID.fullmatch(value):
         raise BadRequestError(
             f"{where}: must be 1 to 64 characters of letters, digits, '_' or '-', got {value!r}", field=where
         )
     return value
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 def _integer(body: dict[str, Any], name: str, low: int, high: int | None) -> int:
@@ -113,7 +98,7 @@ def _integer(body: dict[str, Any], name: str, low: int, high: int | None) -> int
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise BadRequestError(f"{name}: must be an integer, got {_type_name(value)}", field=name)
+            raise BadRequestError(f"{name}: must be an integer, got {type_name(value)}", field=name)
     if value < low or (high is not None and value > high):
         bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise BadRequestError(f"{name}: must be {bounds}, got {value}", field=name)
@@ -125,11 +110,11 @@ def _string_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
     if isinstance(value, str):  # a lone string is a common client slip; accept it as one element
         value = [value]
     if not isinstance(value, list):
-        raise BadRequestError(f"{name}: must be an array of strings, got {_type_name(value)}", field=name)
+        raise BadRequestError(f"{name}: must be an array of strings, got {type_name(value)}", field=name)
     for position, element in enumerate(value):
         if not isinstance(element, str) or element == "":
             raise BadRequestError(
-                f"{name}[{position}]: must be a non-empty string, got {_type_name(element)}", field=name
+                f"{name}[{position}]: must be a non-empty string, got {type_name(element)}", field=name
             )
     return tuple(value)
 
@@ -137,7 +122,7 @@ def _string_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
 def _string(body: dict[str, Any], name: str, limit: int = MAX_QUERY_LENGTH) -> str:
     value = body[name]
     if not isinstance(value, str):
-        raise BadRequestError(f"{name}: must be a string, got {_type_name(value)}", field=name)
+        raise BadRequestError(f"{name}: must be a string, got {type_name(value)}", field=name)
     if len(value.encode("utf-8", "surrogatepass")) > limit:
         raise BadRequestError(f"{name}: must be at most {limit} bytes", field=name)
     return value
@@ -160,7 +145,7 @@ def _sort_keys(body: dict[str, Any]) -> tuple[SortKey, ...]:
 def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
     value = body[name]
     if not isinstance(value, dict):
-        raise BadRequestError(f"{name}: must be an object, got {_type_name(value)}", field=name)
+        raise BadRequestError(f"{name}: must be an object, got {type_name(value)}", field=name)
     return value
 
 
@@ -172,7 +157,7 @@ def _facet_filters(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
         for element in values:
             if element is None or isinstance(element, (dict, list)):
                 raise BadRequestError(
-                    f"textFacetFilters.{facet}: values must be strings, numbers or booleans, got {_type_name(element)}",
+                    f"textFacetFilters.{facet}: values must be strings, numbers or booleans, got {type_name(element)}",
                     field="textFacetFilters",
                 )
         result[facet] = tuple(values)
@@ -187,7 +172,7 @@ def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[str, ...
         for position, interval in enumerate(intervals):
             if not isinstance(interval, str):
                 raise BadRequestError(
-                    f"{name}.{facet}[{position}]: must be an interval string like \"[0,100)\", got {_type_name(interval)}",
+                    f"{name}.{facet}[{position}]: must be an interval string like \"[0,100)\", got {type_name(interval)}",
                     field=name,
                 )
         result[facet] = tuple(intervals)
@@ -201,7 +186,7 @@ def _is_empty(value: Any) -> bool:
 def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequest:
     """Validate a wire search body and return the typed request, or raise a 400 naming the field."""
     if not isinstance(body, dict):
-        raise BadRequestError(f"request body: must be a JSON object, got {_type_name(body)}", field="body")
+        raise BadRequestError(f"request body: must be a JSON object, got {type_name(body)}", field="body")
     unknown = [name for name in body if name not in DEFAULTS]
     if unknown:
         name = unknown[0]
@@ -239,7 +224,7 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         )
     group_by = merged["groupBy"]
     if group_by is not None and (not isinstance(group_by, str)):
-        raise BadRequestError(f"groupBy: must be a field name string, got {_type_name(group_by)}", field="groupBy")
+        raise BadRequestError(f"groupBy: must be a field name string, got {type_name(group_by)}", field="groupBy")
     return SearchRequest(
         collection=collection,
         query=_string(merged, "query"),
