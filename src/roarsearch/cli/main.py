@@ -1,8 +1,19 @@
 """The command line (contract §6): ``serve``, ``import``, ``search``, ``check``, ``demo``.
 
-``python -m roarsearch`` and the ``roarsearch`` script are this program. Exit status: 0 on success,
-1 on failure, 2 on bad usage. Each application lives in ``DATA/ID``; the first ``--app`` is the
-default (``default`` when none is named).
+Owns: argument parsing and the five commands. ``python -m roarsearch`` (``roarsearch/__main__.py``)
+and the ``roarsearch`` script (pyproject ``[project.scripts]``) both call :func:`main`.
+
+Invariants:
+- exit status 0 on success, 1 on failure, 2 on bad usage; failures print one line to stderr, never
+  a traceback (except for a bug, which should be seen);
+- ``--data`` defaults to ``./roarsearch-data``; each application lives in ``DATA/ID``; for ``serve``
+  the first ``--app`` is the default one (``default`` when none is named);
+- ``import`` writes whole batches only: a batch is read completely (a line that does not parse
+  stops the import before the batch is sent) and the engine writes a batch all or nothing, so
+  earlier batches stay and nothing of the failing one is written;
+- ``serve`` opens the engines before binding the port (a locked directory is a clear error), prints
+  one line when ready, and on SIGINT/SIGTERM stops accepting, lets in-flight requests finish,
+  closes the engines and exits 0.
 """
 
 from __future__ import annotations
@@ -10,103 +21,194 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import importlib.util
 import json
+import logging
 import os
+import re
 import secrets
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 DEFAULT_DATA = "./roarsearch-data"
+DEFAULT_APP = "default"
+DEFAULT_PORT = 7700
+DEFAULT_BATCH_SIZE = 10_000
+DEFAULT_MAX_BODY_BYTES = 100 * 1024 * 1024
+#: Widest cell of the search table; longer values are cut with an ellipsis.
+CELL_WIDTH = 40
+#: Columns of the search table besides ``id`` and ``_rank`` when ``--fields`` does not name them.
+TABLE_FIELDS = 4
+#: A CSV cell becomes a number only in canonical form: "007" and "1.50e" stay text (zip codes,
+#: codes with leading zeros), and "nan"/"inf" (which float() would take) are not numbers in JSON.
+CSV_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?P<fraction>\.[0-9]+)?(?P<exponent>[eE][+-]?[0-9]+)?")
+JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 class UsageError(Exception):
     """Bad usage: exit status 2."""
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roarsearch", description="An embedded search engine and its HTTP service.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="serve the HTTP API")
-    serve.add_argument("--data", default=DEFAULT_DATA, help="data directory (default: %(default)s)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=7700)
-    serve.add_argument("--app", action="append", dest="apps", help="application id (repeatable; the first is the default)")
-    serve.add_argument("--api-key", action="append", dest="api_keys", help="admin key (also ROARSEARCH_API_KEY)")
-    serve.add_argument("--search-key", action="append", dest="search_keys",
+    serve = commands.add_parser("serve", help="serve the HTTP API (docs/service.md)")
+    serve.add_argument("--data", default=DEFAULT_DATA, help="data directory; each app in DATA/ID (default: %(default)s)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s; 0: any free port)")
+    serve.add_argument("--app", action="append", dest="apps", metavar="ID",
+                       help="application id, repeatable; the first is the default (default: default)")
+    serve.add_argument("--api-key", action="append", dest="api_keys", metavar="KEY",
+                       help="admin key, repeatable (also ROARSEARCH_API_KEY); one is generated when none is given")
+    serve.add_argument("--search-key", action="append", dest="search_keys", metavar="KEY",
                        help="search-only key, repeatable (also ROARSEARCH_SEARCH_KEYS, comma-separated)")
-    serve.add_argument("--cors-origin", action="append", dest="cors_origins", help="allowed browser origin (default: any)")
-    serve.add_argument("--max-body-bytes", type=int, default=100 * 1024 * 1024)
+    serve.add_argument("--cors-origin", action="append", dest="cors_origins", metavar="ORIGIN",
+                       help="origin allowed to call from a browser, repeatable (default: any)")
+    serve.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
+                       help="largest request body; larger is a 413 (default: %(default)s = 100 MiB)")
 
     importer = commands.add_parser("import", help="load JSON Lines, a JSON array or CSV into a collection")
     importer.add_argument("collection")
     importer.add_argument("file")
-    importer.add_argument("--data", default=DEFAULT_DATA)
-    importer.add_argument("--app", default="default")
-    importer.add_argument("--batch-size", type=int, default=10_000)
-    importer.add_argument("--format", choices=["jsonl", "json", "csv"], help="default: from the file extension")
+    importer.add_argument("--data", default=DEFAULT_DATA, help="data directory (default: %(default)s)")
+    importer.add_argument("--app", default=DEFAULT_APP, metavar="ID", help="application (default: %(default)s)")
+    importer.add_argument("--batch-size", type=_positive, default=DEFAULT_BATCH_SIZE, metavar="N",
+                          help="records per all-or-nothing batch (default: %(default)s)")
+    importer.add_argument("--format", choices=["jsonl", "json", "csv"],
+                          help="default: from the extension (.json, .csv, anything else JSON Lines)")
 
     search = commands.add_parser("search", help="search a collection and print the results")
     search.add_argument("collection")
     search.add_argument("query", nargs="?", default="")
-    search.add_argument("--data", default=DEFAULT_DATA)
-    search.add_argument("--app", default="default")
-    search.add_argument("--filter", default="")
-    search.add_argument("--sort", action="append", default=[])
-    search.add_argument("--facet", action="append", default=[], dest="facets")
-    search.add_argument("--fields", action="append", default=[])
-    search.add_argument("--count", type=int, default=10)
-    search.add_argument("--skip", type=int, default=0)
-    search.add_argument("--json", action="store_true", help="print the raw JSON response")
+    search.add_argument("--data", default=DEFAULT_DATA, help="data directory (default: %(default)s)")
+    search.add_argument("--app", default=DEFAULT_APP, metavar="ID", help="application (default: %(default)s)")
+    search.add_argument("--filter", default="", help='filter expression, e.g. "year < 1990 AND genres = Drama"')
+    search.add_argument("--sort", action="append", default=[], metavar="KEY",
+                        help="sort key, repeatable: field, -field (write --sort=-field), _rank")
+    search.add_argument("--facet", action="append", default=[], dest="facets", metavar="FIELD",
+                        help="count the values of FIELD, repeatable")
+    search.add_argument("--fields", action="append", default=[], metavar="FIELD", help="fields shown, repeatable")
+    search.add_argument("--count", type=_count, default=10, metavar="N", help="results shown (default: %(default)s)")
+    search.add_argument("--skip", type=_count, default=0, metavar="N", help="results skipped (default: %(default)s)")
+    search.add_argument("--json", action="store_true", help="print the JSON response instead of a table")
 
     check = commands.add_parser("check", help="verify a data directory (checksums, index against records)")
-    check.add_argument("--data", default=DEFAULT_DATA)
-    check.add_argument("--app", action="append", dest="apps", help="only these applications (default: all found)")
+    check.add_argument("--data", default=DEFAULT_DATA, help="data directory (default: %(default)s)")
+    check.add_argument("--app", action="append", dest="apps", metavar="ID",
+                       help="only this application, repeatable (default: every one found)")
 
-    demo = commands.add_parser("demo", help="load the bundled movies data set and open the search page")
+    demo = commands.add_parser("demo", help="load the bundled movies data set and serve the search page")
+    _add_demo_arguments(demo)
+    return parser
+
+
+def _add_demo_arguments(demo: argparse.ArgumentParser) -> None:
+    """The demo's options come from ``roarsearch.demo`` when it is installed (imported only if present)."""
+    if importlib.util.find_spec("roarsearch.demo") is None:
+        demo.set_defaults(demo_missing="the demo module (roarsearch/demo.py) is not part of this installation")
+        return
     try:
         from roarsearch import demo as demo_module
-    except ImportError:
-        demo.set_defaults(demo_missing=True)
-    else:
-        demo_module.add_arguments(demo)
-    return parser
+    except ImportError as error:  # e.g. its data set package is not installed
+        demo.set_defaults(demo_missing=f"the demo cannot start: {error} (pip install 'roarsearch[demo]')")
+        return
+    demo_module.add_arguments(demo)
+
+
+def _is_data_directory(path: str) -> bool:
+    # An engine directory holds its FORMAT marker from its first opening on.
+    return os.path.isfile(os.path.join(path, "FORMAT"))
+
+
+def _existing_data_directory(data: str, app: str) -> str:
+    """``DATA/APP`` when it is a data directory: reading commands never create one by mistake."""
+    path = os.path.join(data, app)
+    if not _is_data_directory(path):
+        raise ValueError(f"{path}: not a roarsearch data directory (import something first, or pass --data / --app)")
+    return path
 
 
 # ---------------------------------------------------------------------- serve
 
 def _keys(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """(admin keys, search keys, whether the admin key was generated) from options and environment."""
     admin = list(args.api_keys or [])
     if os.environ.get("ROARSEARCH_API_KEY"):
         admin.append(os.environ["ROARSEARCH_API_KEY"])
     search = list(args.search_keys or [])
     search += [key.strip() for key in os.environ.get("ROARSEARCH_SEARCH_KEYS", "").split(",") if key.strip()]
     generated = not admin
-    if generated:
+    if generated:  # the service never runs open
         admin.append(secrets.token_urlsafe(24))
     return tuple(admin), tuple(search), generated
+
+
+def _configure_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("roarsearch")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from roarsearch import Engine
     from roarsearch.server.app import create_app
     from roarsearch.server.config import ServerConfig
 
-    admin, search, generated = _keys(args)
-    apps = tuple(args.apps or ["default"])
-    config = ServerConfig(data=args.data, apps=apps, admin_keys=admin, search_keys=search,
-                          cors_origins=tuple(args.cors_origins or ["*"]), max_body_bytes=args.max_body_bytes)
+    admin, search_keys, generated = _keys(args)
+    apps = tuple(args.apps or [DEFAULT_APP])
+    try:
+        config = ServerConfig(data=args.data, apps=apps, admin_keys=admin, search_keys=search_keys,
+                              cors_origins=tuple(args.cors_origins or ["*"]), max_body_bytes=args.max_body_bytes)
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+    _configure_logging()
+    engines: dict[str, Engine] = {}
+    try:
+        for app in apps:  # before the port is bound: a locked or damaged directory is a clear error
+            engines[app] = Engine(config.app_path(app))
+    except BaseException:
+        for engine in engines.values():
+            engine.close()
+        raise
     if generated:
-        print(f"no admin key configured; generated one for this run: {admin[0]}", flush=True)
+        print(f"no admin key configured; generated an admin key for this run (shown only now): {admin[0]}", flush=True)
 
-    class ReadyServer(uvicorn.Server):
+    class Server(uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            # uvicorn re-raises SIGINT/SIGTERM after a graceful shutdown, which would end the process
-            # with a signal status; a clean stop (in-flight requests done, engines closed) exits 0.
+            # uvicorn re-raises SIGINT/SIGTERM after its graceful shutdown, which would end the
+            # process with a signal status; a clean stop (in-flight requests done, engines closed)
+            # is a success, so the handlers are restored without re-raising.
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
             previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
             try:
                 yield
@@ -116,95 +218,172 @@ def serve(args: argparse.Namespace) -> int:
 
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)
-            if not self.should_exit:
-                print(f"roarsearch ready on http://{args.host}:{args.port} apps={','.join(apps)} data={args.data}",
-                      flush=True)
+            if self.should_exit:
+                return
+            port = args.port
+            for server in self.servers:  # the real port, when --port 0 asked for any free one
+                for sock in server.sockets:
+                    port = sock.getsockname()[1]
+            host = f"[{args.host}]" if ":" in args.host else args.host
+            print(f"roarsearch ready on http://{host}:{port} apps={','.join(apps)} data={args.data}", flush=True)
 
-    server = ReadyServer(uvicorn.Config(create_app(config), host=args.host, port=args.port,
-                                        log_level="warning", lifespan="on"))
-    server.run()  # uvicorn stops on SIGINT/SIGTERM after in-flight requests; lifespan closes engines
+    server = Server(uvicorn.Config(create_app(config, engines), host=args.host, port=args.port, lifespan="on",
+                                   log_level="warning", access_log=False, timeout_graceful_shutdown=None))
+    try:
+        server.run()  # returns after a signal: in-flight requests done, lifespan closed the engines
+    except SystemExit as exit_:  # uvicorn exits 1 when it cannot bind the port
+        return int(exit_.code) if isinstance(exit_.code, int) else 1
+    finally:
+        for engine in engines.values():  # idempotent; covers a start that failed before the lifespan
+            engine.close()
     return 0 if server.started else 1
 
 
 # ---------------------------------------------------------------------- import
 
-def _rows(path: str, kind: str) -> Iterator[tuple[int, Any]]:
-    """(line number, record) pairs; a line that does not parse raises UsageError naming it."""
-    if kind == "json":
-        with open(path, encoding="utf-8") as handle:
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _jsonl_rows(path: str) -> Iterator[tuple[int, Any]]:
+    with open(path, encoding="utf-8-sig") as handle:
+        for line, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
             try:
-                data = json.load(handle)
+                yield line, json.loads(text, parse_constant=_reject_constant)
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path}: line {error.lineno}: malformed JSON: {error.msg}") from error
-        if not isinstance(data, list):
-            raise ValueError(f"{path}: a JSON file must hold an array of records")
-        for index, record in enumerate(data, start=1):
-            yield index, record
-    elif kind == "csv":
-        with open(path, encoding="utf-8", newline="") as handle:
-            for line, row in enumerate(csv.DictReader(handle), start=2):
-                yield line, {key: _csv_value(value) for key, value in row.items() if key and value not in (None, "")}
-    else:
-        with open(path, encoding="utf-8") as handle:
-            for line, text in enumerate(handle, start=1):
-                if text.strip():
-                    try:
-                        yield line, json.loads(text)
-                    except json.JSONDecodeError as error:
-                        raise ValueError(f"{path}: line {line}: malformed JSON: {error.msg}") from error
+                raise ValueError(f"{path}: line {line}: malformed JSON: {error.msg} (column {error.colno})") from error
+            except ValueError as error:
+                raise ValueError(f"{path}: line {line}: {error}") from error
+
+
+def _json_array_rows(path: str) -> Iterator[tuple[int, Any]]:
+    """The elements of a JSON array one at a time, each with the line it starts on."""
+    with open(path, encoding="utf-8-sig") as handle:
+        text = handle.read()
+    decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+    def skip(position: int) -> int:
+        match = JSON_WHITESPACE.match(text, position)
+        return match.end() if match else position
+
+    def line_of(position: int) -> int:
+        return text.count("\n", 0, position) + 1
+
+    position = skip(0)
+    if text[position:position + 1] != "[":
+        raise ValueError(f"{path}: a JSON file must hold an array of records (use .jsonl for JSON Lines)")
+    position = skip(position + 1)
+    if text[position:position + 1] == "]":
+        return
+    line, counted_to = 1, 0
+    while True:
+        line += text.count("\n", counted_to, position)  # counted incrementally: one pass over the text
+        counted_to = position
+        try:
+            record, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: line {error.lineno}: malformed JSON: {error.msg} (column {error.colno})") from error
+        except ValueError as error:
+            raise ValueError(f"{path}: line {line}: {error}") from error
+        yield line, record
+        position = skip(end)
+        separator = text[position:position + 1]
+        if separator == ",":
+            position = skip(position + 1)
+        elif separator == "]":
+            if skip(position + 1) != len(text):
+                raise ValueError(f"{path}: line {line_of(position)}: text after the end of the array")
+            return
+        else:
+            raise ValueError(f"{path}: line {line_of(position)}: malformed JSON: expected ',' or ']' after a record")
 
 
 def _csv_value(text: str) -> Any:
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
+    match = CSV_NUMBER.fullmatch(text)
+    if match is None:
+        return text
+    if match["fraction"] is None and match["exponent"] is None:
+        return int(text)
+    return float(text)
+
+
+def _csv_rows(path: str) -> Iterator[tuple[int, Any]]:
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            return
+        if len(set(header)) != len(header) or any(not name for name in header):
+            raise ValueError(f"{path}: line 1: the header needs distinct, non-empty column names")
+        start = reader.line_num + 1
+        for cells in reader:
+            if cells:  # a blank line
+                if len(cells) > len(header):
+                    raise ValueError(f"{path}: line {start}: {len(cells)} cells, the header names {len(header)}")
+                yield start, {name: _csv_value(cell) for name, cell in zip(header, cells) if cell != ""}
+            start = reader.line_num + 1
+
+
+def _rows(path: str, kind: str) -> Iterator[tuple[int, Any]]:
+    """(line number, record) pairs; a line that does not parse raises ValueError naming it."""
+    readers = {"jsonl": _jsonl_rows, "json": _json_array_rows, "csv": _csv_rows}
+    return readers[kind](path)
 
 
 def import_file(args: argparse.Namespace) -> int:
     from roarsearch import Engine, SearchError
 
     kind = args.format or {".csv": "csv", ".json": "json"}.get(os.path.splitext(args.file)[1].lower(), "jsonl")
-    if not os.path.exists(args.file):
+    if not os.path.isfile(args.file):
         raise UsageError(f"{args.file}: no such file")
     progress = None
     if sys.stderr.isatty():
         from tqdm import tqdm
 
-        progress = tqdm(unit=" records", file=sys.stderr)
+        progress = tqdm(unit=" records", desc=args.collection, file=sys.stderr)
     imported = 0
-    with Engine(os.path.join(args.data, args.app)) as engine:
-        batch: list[Any] = []
-        lines: list[int] = []
+    batch: list[Any] = []
+    lines: list[int] = []
+    try:
+        with Engine(os.path.join(args.data, args.app)) as engine:
 
-        def flush() -> None:
-            nonlocal imported
+            def flush() -> None:
+                nonlocal imported
+                try:
+                    engine.add_records(args.collection, batch)
+                except SearchError as error:
+                    where = error.data
+                    found = re.match(r"records\[(\d+)\]", where)
+                    if found and int(found[1]) < len(lines):  # the engine names the record; we know its line
+                        where = f"line {lines[int(found[1])]}: {where}"
+                    raise ValueError(f"{args.file}: {where}; nothing of this batch was written "
+                                     f"({imported} records before it were)") from error
+                imported += len(batch)
+                if progress is not None:
+                    progress.update(len(batch))
+                batch.clear()
+                lines.clear()
+
             try:
-                engine.add_records(args.collection, batch)
-            except SearchError as error:
-                where = error.data
-                if where.startswith("records["):
-                    index = int(where[len("records["):where.index("]")])
-                    where = f"line {lines[index]}: {where}"
-                raise ValueError(f"{args.file}: {where}; nothing of this batch was written "
-                                 f"({imported} records before it were)") from error
-            imported += len(batch)
-            if progress is not None:
-                progress.update(len(batch))
-            batch.clear()
-            lines.clear()
-
-        for line, record in _rows(args.file, kind):
-            batch.append(record)
-            lines.append(line)
-            if len(batch) >= args.batch_size:
+                for line, record in _rows(args.file, kind):
+                    batch.append(record)
+                    lines.append(line)
+                    if len(batch) >= args.batch_size:
+                        flush()
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{args.file}: not UTF-8 text ({error.reason})") from error
+            except ValueError as error:
+                if imported and "nothing of this batch" not in str(error):
+                    raise ValueError(f"{error}; nothing of this batch was written ({imported} records before it were)") \
+                        from error
+                raise
+            if batch:
                 flush()
-        if batch:
-            flush()
-    if progress is not None:
-        progress.close()
+    finally:
+        if progress is not None:
+            progress.close()
     print(f"imported {imported} records into {args.collection}")
     return 0
 
@@ -223,25 +402,43 @@ def search(args: argparse.Namespace) -> int:
         body["textFacets"] = args.facets
     if args.fields:
         body["fields"] = args.fields
-    with Engine(os.path.join(args.data, args.app)) as engine:
+    with Engine(_existing_data_directory(args.data, args.app)) as engine:
         response = engine.search(body)
     if args.json:
         print(json.dumps(response, ensure_ascii=False))
         return 0
-    print(f"{response['totalHits']} hits in {response['responseTime']} ms")
-    for result in response["results"]:
-        shown = {key: value for key, value in result.items() if key not in ("id", "_rank")}
-        text = ", ".join(f"{key}={_short(value)}" for key, value in list(shown.items())[:5])
-        print(f"  {result['id']!s:>10}  {result['_rank']:.6f}  {text}")
+    shown = len(response["results"])
+    print(f"{response['totalHits']} hits in {response['responseTime']} ms"
+          + (f", showing {args.skip + 1}-{args.skip + shown}" if shown else ""))
+    if shown:
+        print(_table(response["results"], args.fields))
     for facet in response["textFacets"]:
         values = ", ".join(f"{item['value']} ({item['count']})" for item in facet["values"][:10])
-        print(f"facet {facet['field']}: {values}")
+        more = f", … {len(facet['values']) - 10} more" if len(facet["values"]) > 10 else ""
+        print(f"facet {facet['field']}: {values}{more}")
     return 0
 
 
-def _short(value: Any, width: int = 40) -> str:
+def _cell(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    text = " ".join(text.split())  # one line per row
+    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+
+
+def _table(results: list[dict[str, Any]], fields: list[str]) -> str:
+    """Results as aligned columns: id, the chosen fields (or the first few seen), _rank."""
+    columns = [name for name in fields if name not in ("id", "_rank")]
+    if not columns:
+        for result in results:
+            columns += [key for key in result if key not in ("id", "_rank", "_highlights") and key not in columns]
+        columns = columns[:TABLE_FIELDS]
+    header = ["id", *columns, "_rank"]
+    rows = [[_cell(result.get("id")), *(_cell(result[name]) if name in result else "" for name in columns),
+             f"{result.get('_rank', 0):.4f}"] for result in results]
+    widths = [max(len(row[index]) for row in [header, *rows]) for index in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------- check
@@ -249,20 +446,29 @@ def _short(value: Any, width: int = 40) -> str:
 def check(args: argparse.Namespace) -> int:
     from roarsearch import Engine
 
-    apps = args.apps or sorted(name for name in (os.listdir(args.data) if os.path.isdir(args.data) else [])
-                               if os.path.exists(os.path.join(args.data, name, "FORMAT")))
+    found = sorted(name for name in (os.listdir(args.data) if os.path.isdir(args.data) else [])
+                   if _is_data_directory(os.path.join(args.data, name)))
+    apps = args.apps or found
     if not apps:
         raise ValueError(f"{args.data}: no roarsearch data directory found")
     failed = False
     for app in apps:
-        with Engine(os.path.join(args.data, app)) as engine:
-            report = engine.check()
-        for name, collection in report["collections"].items():
+        path = _existing_data_directory(args.data, app)
+        with Engine(path) as engine:
+            try:
+                report = engine.check()
+            except AttributeError as error:
+                raise ValueError("this engine has no check() yet; nothing was verified") from error
+        for name, collection in sorted(report.get("collections", {}).items()):
             state = "ok" if not collection["problems"] else f"{len(collection['problems'])} problem(s)"
             print(f"{app}/{name}: {collection['records']} records, {state}")
-        for problem in report["problems"]:
-            print(f"  {problem}")
+            for problem in collection["problems"]:
+                print(f"  {problem}")
+        for problem in report.get("problems", []):
+            if not any(problem in c["problems"] for c in report.get("collections", {}).values()):
+                print(f"  {problem}")
         failed |= not report["ok"]
+    print("problems found" if failed else "ok")
     return 1 if failed else 0
 
 
@@ -272,15 +478,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+    except SystemExit as exit_:  # argparse: 2 for bad usage, 0 for --help
+        return int(exit_.code or 0) if isinstance(exit_.code, int) else 2
     from roarsearch.errors import SearchError
 
     handlers = {"serve": serve, "import": import_file, "search": search, "check": check}
     try:
         if args.command == "demo":
-            if getattr(args, "demo_missing", False):
-                print("roarsearch demo: the demo module is not available in this installation", file=sys.stderr)
+            missing = getattr(args, "demo_missing", None)
+            if missing:
+                print(f"roarsearch demo: {missing}", file=sys.stderr)
                 return 1
             from roarsearch import demo as demo_module
 
@@ -294,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"roarsearch {args.command}: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        print(f"roarsearch {args.command}: interrupted", file=sys.stderr)
         return 130
 
 

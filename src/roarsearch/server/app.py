@@ -1,30 +1,45 @@
 """The HTTP service (contract §5): a thin ASGI shell around one :class:`Engine` per application.
 
-Owns: routes, authentication, the choice of application from the ``Host`` header, CORS, and
-turning every failure into ``{"status", "data"}`` with the same HTTP status. Validation lives in
-the engine, so the service answers exactly what the library raises. Engine calls run in worker
-threads (``run_in_threadpool``): searches do not queue behind one another on the event loop.
+Owns: the routes, authentication, the choice of application from the ``Host`` header, CORS, the
+search page at ``/``, and turning every failure into ``{"status", "data"}`` with the same HTTP
+status. Built by :func:`create_app`, which ``roarsearch serve`` (``cli/main.py``) hands to uvicorn;
+the tests in ``tests/http/`` drive it through a real server and in process.
+
+Invariants:
+- validation lives in the engine: a body goes to the engine as decoded, so the service answers
+  exactly what the library raises (the service checks only what the engine cannot see: keys, the
+  body's size, content type and JSON syntax, the delete route's query flags);
+- every response of an API path is JSON; a bad request is never a 500 and never shows a traceback;
+  an unexpected exception is logged with a request id and answered 500 with that id only;
+- :data:`ROUTES` is the one list of (path, method) the service serves: the router, the 405 answers
+  (with ``Allow``) and the OpenAPI test all read it;
+- engine calls run in a few worker threads (:data:`ENGINE_THREADS`), never on the event loop, so
+  concurrent searches do not queue behind one another and ``/health`` answers during a long write;
+- engines open before the first request and close (durably) after the last in-flight one.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from starlette.applications import Starlette
 import anyio
 import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from roarsearch import Engine
 from roarsearch.errors import (
@@ -33,6 +48,7 @@ from roarsearch.errors import (
     MethodNotAllowedError,
     NotFoundError,
     SearchError,
+    UnauthorizedError,
     error_for_status,
 )
 from roarsearch.server.auth import KeyRing
@@ -41,83 +57,109 @@ from roarsearch.server.openapi import openapi_document
 from roarsearch.server.wire import JSONResponse, error_response, read_json
 
 log = logging.getLogger("roarsearch.server")
+
+#: The search page written by the front-end engineer; mounted at ``/`` when the folder exists.
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 
-
-#: Engine calls run in at most this many worker threads. Searches hold the GIL for most of their
-#: work, so more threads only add switching: a few keep both cores busy while numpy and pyroaring
-#: release the GIL, and requests wait in order (a short, fair queue: a low tail latency).
+#: Engine calls run in at most this many worker threads. A search holds the GIL for much of its
+#: work, so more threads only add switching; a few keep both cores busy while numpy and pyroaring
+#: release the GIL, and the rest wait in a short first-come queue, which keeps the tail latency low.
 ENGINE_THREADS = 4
 
+#: Every (path, method) served, with the :class:`Service` method that answers it. Path parameters
+#: are named as in the OpenAPI document. HEAD is answered wherever GET is.
+ROUTES: dict[str, dict[str, str]] = {
+    "/v2": {"POST": "search"},
+    "/v2/collections/{collectionId}/records": {"POST": "add_records", "DELETE": "delete_records"},
+    "/v2/collections/{collectionId}/facet/{facetName}/query": {"POST": "facet_values"},
+    "/health": {"GET": "health"},
+    "/openapi.json": {"GET": "openapi"},
+}
+#: Methods routed to an API path, so that any other method on it gets a 405 rather than falling
+#: through to the search page's 404.
+ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
-async def run_in_threadpool(function: Any, *args: Any) -> Any:
-    return await anyio.to_thread.run_sync(lambda: function(*args), limiter=_limiter())
+#: The delete route's flags; each says "delete every record" when true.
+CLEAR_FLAGS = ("clear", "isClear")
+TRUE_WORDS, FALSE_WORDS = ("true", "1"), ("false", "0")
+
+Handler = Callable[[Request], Awaitable[Response]]
 
 
-_limiters: dict[int, anyio.CapacityLimiter] = {}
-
-
-def _limiter() -> anyio.CapacityLimiter:
-    # One limiter per event loop thread (a limiter belongs to the loop that created it).
-    import threading
-
-    key = threading.get_ident()
-    if key not in _limiters:
-        _limiters[key] = anyio.CapacityLimiter(ENGINE_THREADS)
-    return _limiters[key]
+def new_request_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 class Service:
     """The engines of the served applications and the request handlers."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, engines: Mapping[str, Engine] | None = None) -> None:
         self.config = config
         self.keys = KeyRing(config.admin_keys, config.search_keys)
-        self.engines: dict[str, Engine] = {}
+        self.engines: dict[str, Engine] = dict(engines or {})
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    # ------------------------------------------------------------------ lifecycle
 
     def open(self) -> None:
-        for app in self.config.apps:
-            self.engines[app] = Engine(self.config.app_path(app))
+        """Open the engine of every application not handed in already (an engine owns its directory)."""
+        try:
+            for app in self.config.apps:
+                if app not in self.engines:
+                    self.engines[app] = Engine(self.config.app_path(app))
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
-        for engine in self.engines.values():
+        """Close every engine: logged batches are snapshotted and the directory locks released."""
+        engines, self.engines = list(self.engines.values()), {}
+        for engine in engines:
             engine.close()
-        self.engines.clear()
+
+    async def call(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Run a blocking engine call in a worker thread."""
+        if self._limiter is None:  # created on the event loop that will use it
+            self._limiter = anyio.CapacityLimiter(ENGINE_THREADS)
+        return await anyio.to_thread.run_sync(functools.partial(function, *args), limiter=self._limiter)
 
     def engine_for(self, request: Request) -> Engine:
         """The application named by the first label of Host (minus a trailing "-fast"), else the default."""
-        host = request.headers.get("host", "").split(":")[0]
-        label = host.split(".")[0] if host else ""
-        if label.endswith("-fast"):
-            label = label[: -len("-fast")]
-        app = label if label in self.engines else self.config.apps[0]
-        return self.engines[app]
+        host = request.headers.get("host", "")
+        label = host.split(":", 1)[0].split(".", 1)[0].lower()
+        label = label.removesuffix("-fast")
+        for app, engine in self.engines.items():
+            if app.lower() == label:
+                return engine
+        return self.engines[self.config.default_app]
 
     # ------------------------------------------------------------------ routes
 
     async def search(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=False)
         body = await read_json(request, self.config.max_body_bytes)
-        engine = self.engine_for(request)
-        return JSONResponse(await run_in_threadpool(engine.search, body))
+        return JSONResponse(await self.call(self.engine_for(request).search, body))
 
     async def add_records(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=True)
         body = await read_json(request, self.config.max_body_bytes)
         engine = self.engine_for(request)
-        result = await run_in_threadpool(engine.add_records, request.path_params["collection_id"], body)
+        result = await self.call(engine.add_records, request.path_params["collectionId"], body)
         return JSONResponse(result, status_code=201)
 
     async def delete_records(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=True)
-        body = await read_json(request, self.config.max_body_bytes, required=False)
-        clear_flags = [request.query_params.get(name) for name in ("clear", "isClear")]
-        for name, flag in zip(("clear", "isClear"), clear_flags):
-            if flag is not None and flag.lower() not in ("true", "false", "1", "0"):
+        clear = False
+        for name in CLEAR_FLAGS:
+            flag = request.query_params.get(name)
+            if flag is None:
+                continue
+            if flag.lower() not in TRUE_WORDS + FALSE_WORDS:
                 raise BadRequestError(f"{name}: must be true or false, got {flag!r}", field=name)
-        clear = any(flag is not None and flag.lower() in ("true", "1") for flag in clear_flags)
-        ids: list[Any] | None = None
-        filter_text: str | None = None
+            clear |= flag.lower() in TRUE_WORDS
+        body = await read_json(request, self.config.max_body_bytes, required=False)
+        ids: Any = None
+        filter_text: Any = None
         if isinstance(body, list):
             ids = body
         elif isinstance(body, dict):
@@ -130,83 +172,128 @@ class Service:
         elif body is not None:
             raise BadRequestError("request body: must be a JSON array of ids or {\"filter\": \"...\"}", field="body")
         engine = self.engine_for(request)
-        result = await run_in_threadpool(
-            engine.delete_records, request.path_params["collection_id"], ids, filter_text, clear
-        )
+        result = await self.call(engine.delete_records, request.path_params["collectionId"], ids, filter_text, clear)
         return JSONResponse(result)
 
     async def facet_values(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=False)
         body = await read_json(request, self.config.max_body_bytes)
         engine = self.engine_for(request)
-        result = await run_in_threadpool(
-            engine.search_facet_values, request.path_params["collection_id"], request.path_params["facet"], body
-        )
+        result = await self.call(engine.search_facet_values, request.path_params["collectionId"],
+                                 request.path_params["facetName"], body)
         return JSONResponse(result)
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "apps": list(self.engines)})
+        return JSONResponse({"status": "ok", "apps": list(self.config.apps)})
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document())
 
+    # ------------------------------------------------------------------ dispatch
 
-def _method_guard(methods: set[str]) -> Any:
-    async def not_allowed(request: Request) -> Response:
-        raise MethodNotAllowedError(f"method {request.method} is not allowed on {request.url.path}; "
-                                    f"allowed: {', '.join(sorted(methods))}")
-    return not_allowed
+    def dispatcher(self, path: str) -> Handler:
+        """One endpoint per API path: the method's handler, or 405 naming the allowed methods."""
+        handlers = {method: getattr(self, name) for method, name in ROUTES[path].items()}
+        if "GET" in handlers:
+            handlers["HEAD"] = handlers["GET"]
+        allowed = ", ".join(sorted(handlers))
+
+        async def endpoint(request: Request) -> Response:
+            handler = handlers.get(request.method)
+            try:
+                if handler is None:
+                    raise MethodNotAllowedError(f"method {request.method} is not allowed on {request.url.path}; "
+                                                f"allowed: {allowed}")
+                return await handler(request)
+            except SearchError as error:
+                return failure_response(request, error, {"Allow": allowed})
+            except Exception:  # an internal failure: the log has the traceback, the client the id
+                request_id = new_request_id()
+                log.exception("request %s %s %s failed", request_id, request.method, request.url.path)
+                return error_response(InternalError(f"internal error, request id {request_id}"))
+
+        return endpoint
 
 
-def create_app(config: ServerConfig) -> Starlette:
-    """The ASGI application; engines open at startup and close (durably) at shutdown."""
-    service = Service(config)
+def failure_response(request: Request, error: SearchError, allow: dict[str, str] | None = None) -> Response:
+    """The Error object for ``error``, with the headers its status calls for."""
+    headers: dict[str, str] = {}
+    if isinstance(error, UnauthorizedError):
+        headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(error, MethodNotAllowedError) and allow:
+        headers.update(allow)
+    if error.status >= 500:
+        request_id = new_request_id()
+        log.error("request %s %s %s failed: %s", request_id, request.method, request.url.path, error.data)
+        if error.status == 500:  # an internal message (paths, state) stays in the log
+            error = InternalError(f"internal error, request id {request_id}")
+    return error_response(error, headers)
+
+
+class SearchPage(StaticFiles):
+    """The search page at ``/``: GET and HEAD only; any other method is "no route" (404)."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        if scope["method"] not in ("GET", "HEAD"):
+            raise HTTPException(status_code=404)
+        return await super().get_response(path, scope)
+
+
+class JSONCORSMiddleware(CORSMiddleware):
+    """Starlette's CORS handling, with a refused preflight answered as an Error object."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        cors_headers = {key: value for key, value in response.headers.items()
+                        if key.lower().startswith("access-control-") or key.lower() == "vary"}
+        message = bytes(response.body).decode("utf-8", "replace")
+        return error_response(error_for_status(response.status_code, message), cors_headers)
+
+
+def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None) -> Starlette:
+    """The ASGI application.
+
+    Args:
+        config: data directory, applications, keys, CORS origins, body limit, page folder.
+        engines: engines already open, by application id (``roarsearch serve`` opens them first so
+            that a locked directory is a clear error before the port is bound); the app closes them
+            at shutdown. Applications without one get ``Engine(config.app_path(app))`` at startup.
+    """
+    service = Service(config, engines)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await run_in_threadpool(service.open)
+        await anyio.to_thread.run_sync(service.open)
         try:
             yield
         finally:
-            await run_in_threadpool(service.close)
-
-    async def on_search_error(request: Request, error: Exception) -> Response:
-        assert isinstance(error, SearchError)
-        if error.status >= 500:
-            request_id = uuid.uuid4().hex[:12]
-            log.error("request %s %s %s failed: %s", request_id, request.method, request.url.path, error.data)
-        return error_response(error)
+            await anyio.to_thread.run_sync(service.close)
 
     async def on_http_error(request: Request, error: Exception) -> Response:
+        # The router's own 404 and the search page's: every answer is an Error object.
         assert isinstance(error, HTTPException)
         if error.status_code == 404:
             return error_response(NotFoundError(f"no route {request.method} {request.url.path}"))
-        if error.status_code == 405:
-            return error_response(MethodNotAllowedError(f"method {request.method} is not allowed on {request.url.path}"))
-        return error_response(error_for_status(error.status_code, str(error.detail)))
+        return failure_response(request, error_for_status(error.status_code, str(error.detail)))
 
     async def on_unexpected(request: Request, error: Exception) -> Response:
-        request_id = uuid.uuid4().hex[:12]
-        log.exception("request %s %s %s failed", request_id, request.method, request.url.path)
+        # A backstop for failures outside the API endpoints (they catch their own).
+        request_id = new_request_id()
+        log.error("request %s %s %s failed", request_id, request.method, request.url.path, exc_info=error)
         return error_response(InternalError(f"internal error, request id {request_id}"))
 
-    routes: list[Any] = [
-        Route("/v2", service.search, methods=["POST"]),
-        Route("/v2/collections/{collection_id}/records", service.add_records, methods=["POST"]),
-        Route("/v2/collections/{collection_id}/records", service.delete_records, methods=["DELETE"]),
-        Route("/v2/collections/{collection_id}/facet/{facet}/query", service.facet_values, methods=["POST"]),
-        Route("/health", service.health, methods=["GET"]),
-        Route("/openapi.json", service.openapi, methods=["GET"]),
-    ]
+    routes: list[BaseRoute] = [Route(path, service.dispatcher(path), methods=ANY_METHOD) for path in ROUTES]
     static_dir = config.static_dir or STATIC_DIR
-    if os.path.isfile(os.path.join(static_dir, "index.html")):
-        routes.append(Mount("/", StaticFiles(directory=static_dir, html=True), name="static"))
-    middleware = [Middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
+    if os.path.isdir(static_dir):  # after the API routes: the page never shadows them
+        routes.append(Mount("/", SearchPage(directory=static_dir, html=True), name="page"))
+    middleware = [Middleware(JSONCORSMiddleware, allow_origins=list(config.cors_origins),
                              allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
                              allow_headers=["Authorization", "Content-Type"], max_age=600)]
     return Starlette(
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
-        exception_handlers={SearchError: on_search_error, HTTPException: on_http_error, Exception: on_unexpected},
+        exception_handlers={HTTPException: on_http_error, Exception: on_unexpected},
     )

@@ -1,4 +1,9 @@
-"""The OpenAPI 3.1 description of the service, built from the routes it really serves."""
+"""The OpenAPI 3.1 description of the service, served at ``GET /openapi.json``.
+
+Owns: the document only. Invariants, each checked by ``tests/http/test_openapi.py``: its paths and
+methods are exactly ``server/app.py``'s ``ROUTES``; the search body's properties are exactly the
+request fields the engine accepts; every route lists the error statuses it can really answer.
+"""
 
 from __future__ import annotations
 
@@ -6,91 +11,160 @@ from typing import Any
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 
+#: What each error status means on this service (the same table as docs/service.md).
+ERROR_MEANINGS = {
+    400: "Bad input: malformed JSON, wrong content type, wrong type, unknown field, bad filter, invalid record "
+         "(the message names the field)",
+    401: "Missing or invalid key (with WWW-Authenticate: Bearer)",
+    403: "A search-only key tried to write",
+    404: "Unknown collection or route",
+    405: "Method not allowed on this path (with Allow)",
+    413: "Body over the limit (default 100 MiB)",
+    500: "Internal error: logged with a request id, which is all the answer carries",
+    507: "The write could not be made durable (disk full, I/O error); nothing was changed",
+}
 
-def _errors(*statuses: int) -> dict[str, Any]:
-    text = {400: "Bad input (the message names the field)", 401: "Missing or invalid key",
-            403: "A search-only key tried to write", 404: "Unknown collection or route",
-            405: "Method not allowed", 413: "Body over the limit", 500: "Internal error (with a request id)",
-            507: "The write could not be made durable"}
-    return {str(status): {"description": text[status], "content": {"application/json": {"schema": ERROR}}}
+SEARCH_ERRORS = (400, 401, 404, 405, 413, 500)
+WRITE_ERRORS = (400, 401, 403, 404, 405, 413, 500, 507)
+OPEN_ERRORS = (405, 500)
+
+
+def _errors(statuses: tuple[int, ...]) -> dict[str, Any]:
+    return {str(status): {"description": ERROR_MEANINGS[status], "content": {"application/json": {"schema": ERROR}}}
             for status in statuses}
 
 
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+STRINGS = {"type": "array", "items": {"type": "string"}}
+RANGES = {"type": "object", "additionalProperties": STRINGS}
+
+SEARCH_REQUEST = {
+    "type": "object", "required": ["collection"], "additionalProperties": False,
+    "properties": {
+        "collection": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+        "query": {"type": "string", "default": ""},
+        "searchFields": {**STRINGS, "default": ["*"]},
+        "fields": {**STRINGS, "default": ["*"]},
+        "filter": {"type": "string", "default": "", "description": "e.g. price >= 10 AND NOT name = \"T Shirt\""},
+        "sort": {**STRINGS, "default": [], "description": "\"field\", \"-field\", \"_rank\", \"field:desc\""},
+        "skip": {"type": "integer", "minimum": 0, "default": 0},
+        "count": {"type": "integer", "minimum": 0, "maximum": 1000, "default": 30},
+        "typoTolerance": {"type": "integer", "minimum": 0, "maximum": 2, "default": 1},
+        "textFacets": {**STRINGS, "default": []},
+        "facetCount": {"type": "integer", "minimum": 1, "default": 100},
+        "textFacetFilters": {"type": "object", "additionalProperties": {"type": "array"}, "default": {}},
+        "numericFacets": {**RANGES, "default": {}},
+        "numericFacetFilters": {**RANGES, "default": {}},
+        "groupBy": {"type": ["string", "null"], "default": None},
+        "groupCount": {"type": "integer", "default": -1},
+        "groupLimit": {"type": "integer", "minimum": 1, "default": 3},
+        "highlightFields": {**STRINGS, "default": []},
+        "textFacetQuery": {"type": ["object", "null"], "default": None,
+                           "description": "only on the facet value search route: {\"query\": \"ac\", \"count\": 100}",
+                           "properties": {"query": {"type": "string"}, "count": {"type": "integer", "minimum": 1}}},
+        "geo": {"type": ["object", "null"], "default": None, "description": "accepted when empty; not implemented"},
+    },
+}
+
+#: The facet value search body: a search body whose collection, if any, the path overrides.
+FACET_REQUEST = {key: value for key, value in SEARCH_REQUEST.items() if key != "required"}
+
+
 def openapi_document() -> dict[str, Any]:
+    """The whole document (a fresh dict each call: callers may change it)."""
     collection_id = {"name": "collectionId", "in": "path", "required": True,
                      "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}}
+    facet_name = {"name": "facetName", "in": "path", "required": True, "schema": {"type": "string"}}
+    flag = {"type": "string", "enum": ["true", "false", "1", "0"]}
     return {
         "openapi": "3.1.0",
-        "info": {"title": "roarsearch — Record Search and Management Service", "version": "1.0.0"},
+        "info": {
+            "title": "roarsearch — Record Search and Management Service",
+            "version": "1.0.0",
+            "description": "Every API route needs 'Authorization: Bearer <key>': admin keys may do everything, "
+                           "search-only keys may search and run facet value searches. /health, /openapi.json and "
+                           "the search page at / need no key. The application is the first label of the Host "
+                           "header (a trailing -fast removed) when it is served, else the default one. Every "
+                           "failure is an Error object with the same HTTP status.",
+        },
         "components": {
             "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
             "schemas": {
-                "Error": {"type": "object", "required": ["status", "data"],
+                "Error": {"type": "object", "required": ["status", "data"], "additionalProperties": False,
                           "properties": {"status": {"type": "integer"}, "data": {"type": "string"}}},
-                "SearchRequestBody": {"type": "object", "required": ["collection"], "additionalProperties": False,
-                                      "properties": {
-                                          "collection": {"type": "string"}, "query": {"type": "string"},
-                                          "fields": {"type": "array", "items": {"type": "string"}},
-                                          "searchFields": {"type": "array", "items": {"type": "string"}},
-                                          "filter": {"type": "string"},
-                                          "sort": {"type": "array", "items": {"type": "string"}},
-                                          "skip": {"type": "integer", "minimum": 0},
-                                          "count": {"type": "integer", "minimum": 0, "maximum": 1000},
-                                          "typoTolerance": {"type": "integer", "minimum": 0, "maximum": 2},
-                                          "textFacets": {"type": "array", "items": {"type": "string"}},
-                                          "facetCount": {"type": "integer"},
-                                          "textFacetFilters": {"type": "object"},
-                                          "numericFacets": {"type": "object"},
-                                          "numericFacetFilters": {"type": "object"},
-                                          "groupBy": {"type": "string"}, "groupCount": {"type": "integer"},
-                                          "groupLimit": {"type": "integer"},
-                                          "highlightFields": {"type": "array", "items": {"type": "string"}},
-                                          "textFacetQuery": {"type": ["object", "null"]},
-                                          "geo": {"type": ["object", "null"]}}},
-                "SearchResponse": {"type": "object", "properties": {
-                    "query": {"type": "object"}, "results": {"type": "array"}, "textFacets": {"type": "array"},
-                    "numericFacets": {"type": "array"}, "responseTime": {"type": "integer"},
+                "SearchRequestBody": SEARCH_REQUEST,
+                "FacetRequestBody": FACET_REQUEST,
+                "SearchResponse": {"type": "object", "required": [
+                    "query", "results", "textFacets", "numericFacets", "responseTime", "totalHits"], "properties": {
+                    "query": {"type": "object", "description": "the request body as received"},
+                    "results": {"type": "array", "items": {"type": "object"},
+                                "description": "records with id and _rank; with groupBy: {value, totalHits, results}"},
+                    "textFacets": {"type": "array", "items": {"type": "object", "properties": {
+                        "field": {"type": "string"}, "values": {"type": "array", "items": _ref("FacetValue")}}}},
+                    "numericFacets": {"type": "array", "items": {"type": "object"}},
+                    "responseTime": {"type": "integer"},
                     "totalHits": {"type": "integer"}}},
-                "OperationResult": {"type": "object", "properties": {"status": {"type": "integer"}}},
+                "FacetValue": {"type": "object", "required": ["value", "count"], "properties": {
+                    "value": {}, "count": {"type": "integer"}}},
+                "FacetValues": {"type": "object", "required": ["values"], "properties": {
+                    "values": {"type": "array", "items": _ref("FacetValue")}}},
+                "Record": {"type": "object", "required": ["id"], "properties": {
+                    "id": {"oneOf": [{"type": "integer"}, {"type": "string", "minLength": 1, "maxLength": 512}]}}},
+                "Created": {"type": "object", "properties": {"status": {"const": 201}}},
+                "DeleteResult": {"type": "object", "required": ["status"], "properties": {
+                    "status": {"type": "integer"}, "id": {"type": ["integer", "string"]},
+                    "deleted": {"type": "integer"}}},
+                "Health": {"type": "object", "properties": {"status": {"const": "ok"}, "apps": STRINGS}},
             },
         },
         "security": [{"bearerAuth": []}],
         "paths": {
             "/v2": {"post": {
                 "summary": "Search records", "operationId": "search",
-                "requestBody": {"required": True, "content": {"application/json": {
-                    "schema": {"$ref": "#/components/schemas/SearchRequestBody"}}}},
-                "responses": {"200": {"description": "Search results", "content": {"application/json": {
-                    "schema": {"$ref": "#/components/schemas/SearchResponse"}}}}, **_errors(400, 401, 404, 405, 413, 500)}}},
+                "requestBody": {"required": True, **_json(_ref("SearchRequestBody"))},
+                "responses": {"200": {"description": "Search results", **_json(_ref("SearchResponse"))},
+                              **_errors(SEARCH_ERRORS)}}},
             "/v2/collections/{collectionId}/records": {
                 "parameters": [collection_id],
-                "post": {"summary": "Add records (one object or an array; upsert by id)", "operationId": "addRecords",
-                         "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                             "oneOf": [{"type": "object"}, {"type": "array", "items": {"type": "object"}}]}}}},
-                         "responses": {"201": {"description": "Created", "content": {"application/json": {
-                             "schema": {"$ref": "#/components/schemas/OperationResult"}}}},
-                             **_errors(400, 401, 403, 405, 413, 500, 507)}},
+                "post": {"summary": "Add records: one object or an array, all or nothing, upsert by id",
+                         "operationId": "addRecords",
+                         "requestBody": {"required": True, **_json(
+                             {"oneOf": [_ref("Record"), {"type": "array", "minItems": 1, "items": _ref("Record")}]})},
+                         "responses": {"201": {"description": "Created", **_json(_ref("Created"))},
+                                       **_errors(WRITE_ERRORS)}},
                 "delete": {"summary": "Delete records by ids (array body), by {\"filter\": ...}, or all (?clear=true)",
                            "operationId": "deleteRecords",
-                           "parameters": [{"name": "clear", "in": "query", "schema": {"type": "boolean"}},
-                                          {"name": "isClear", "in": "query", "schema": {"type": "boolean"}}],
-                           "requestBody": {"required": False, "content": {"application/json": {"schema": {
-                               "oneOf": [{"type": "array"}, {"type": "object", "properties": {"filter": {"type": "string"}}}]}}}},
-                           "responses": {"200": {"description": "One result per id, or the deleted count",
-                                                 "content": {"application/json": {"schema": {"type": "array", "items": {
-                                                     "$ref": "#/components/schemas/OperationResult"}}}}},
-                                         **_errors(400, 401, 403, 404, 405, 413, 500, 507)}},
+                           "parameters": [{"name": "clear", "in": "query", "schema": flag},
+                                          {"name": "isClear", "in": "query", "schema": flag}],
+                           "requestBody": {"required": False, **_json({"oneOf": [
+                               {"type": "array", "items": {"type": ["integer", "string"]}},
+                               {"type": "object", "additionalProperties": False,
+                                "properties": {"filter": {"type": "string"}, "ids": {"type": "array"}}}]})},
+                           "responses": {"200": {"description": "One result per id (200 or 404), or {status, deleted}",
+                                                 **_json({"type": "array", "items": _ref("DeleteResult")})},
+                                         **_errors(WRITE_ERRORS)}},
             },
             "/v2/collections/{collectionId}/facet/{facetName}/query": {
-                "parameters": [collection_id, {"name": "facetName", "in": "path", "required": True, "schema": {"type": "string"}}],
-                "post": {"summary": "Facet value search", "operationId": "searchFacetValues",
-                         "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
-                         "responses": {"200": {"description": "Matching facet values with counts"},
-                                       **_errors(400, 401, 404, 405, 413, 500)}},
+                "parameters": [collection_id, facet_name],
+                "post": {"summary": "Facet value search: values of the facet matching textFacetQuery.query, "
+                                    "counted over the records the rest of the body selects",
+                         "operationId": "searchFacetValues",
+                         "requestBody": {"required": True, **_json(_ref("FacetRequestBody"))},
+                         "responses": {"200": {"description": "Matching values with counts", **_json(_ref("FacetValues"))},
+                                       **_errors(SEARCH_ERRORS)}},
             },
             "/health": {"get": {"summary": "Liveness (no key needed)", "operationId": "health", "security": [],
-                                "responses": {"200": {"description": "OK"}}}},
+                                "responses": {"200": {"description": "OK", **_json(_ref("Health"))},
+                                              **_errors(OPEN_ERRORS)}}},
             "/openapi.json": {"get": {"summary": "This document (no key needed)", "operationId": "openapi",
-                                      "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+                                      "security": [], "responses": {"200": {"description": "OpenAPI 3.1"},
+                                                                    **_errors(OPEN_ERRORS)}}},
         },
     }

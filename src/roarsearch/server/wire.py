@@ -1,9 +1,18 @@
 """The wire: JSON bodies in, JSON out, and every failure as ``{"status", "data"}``.
 
-Owns: reading a request body within the size limit (413 past it, checked on ``Content-Length``
-and while streaming), requiring ``application/json``, decoding JSON (400 with the parser's
-message and position), and building responses. camelCase lives here and in the engine's request
-module only.
+Owns: reading a request body within the size limit, requiring a JSON content type, decoding JSON
+and building responses. Called by the route handlers of ``server/app.py``.
+
+Invariants:
+- a body over the limit is a 413 before it is buffered: refused on ``Content-Length`` when declared,
+  otherwise as soon as the streamed bytes pass the limit;
+- a body is JSON only under ``application/json`` (or a ``+json`` type); a missing Content-Type is
+  read as JSON too (scripts often leave it out), any other type is a 400;
+- anything the decoder refuses is a 400 naming the line and column: malformed JSON, text that is
+  not UTF-8, nesting deeper than Python's recursion limit, and ``NaN``/``Infinity`` (not JSON, and
+  a record holding one could never be sent back as JSON);
+- the server does not look inside a body: shapes and fields are the engine's to check, so the
+  library and the service give the same errors.
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from roarsearch.errors import BadRequestError, PayloadTooLargeError, SearchError
 
 
 class JSONResponse(Response):
+    """Compact UTF-8 JSON; ``allow_nan=False`` because the wire format has no NaN."""
+
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
@@ -25,14 +36,28 @@ class JSONResponse(Response):
 
 
 def error_response(error: SearchError, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The Error object ``{"status", "data"}`` with the same HTTP status."""
     return JSONResponse(error.to_dict(), status_code=error.status, headers=headers)
 
 
-async def read_json(request: Request, limit: int, *, required: bool = True) -> Any:
-    """The decoded JSON body; 413 over ``limit`` bytes, 400 for a wrong type or malformed JSON."""
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _check_content_type(request: Request) -> None:
+    content_type = request.headers.get("content-type")
+    if content_type is None:
+        return
+    media_type = content_type.split(";")[0].strip().lower()
+    if media_type != "application/json" and not (media_type.startswith("application/") and media_type.endswith("+json")):
+        raise BadRequestError(f"Content-Type must be application/json, got {content_type!r}", field="body")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body, at most ``limit`` bytes (413 past it)."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLargeError(f"request body is {declared} bytes; the limit is {limit} bytes")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise PayloadTooLargeError(f"request body is {int(declared)} bytes; the limit is {limit} bytes")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -40,19 +65,32 @@ async def read_json(request: Request, limit: int, *, required: bool = True) -> A
         if size > limit:
             raise PayloadTooLargeError(f"request body is over the limit of {limit} bytes")
         chunks.append(chunk)
-    raw = b"".join(chunks)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, limit: int, *, required: bool = True) -> Any:
+    """The decoded JSON body; None for an empty body when not ``required``.
+
+    Raises: PayloadTooLargeError (413) over ``limit``; BadRequestError (400) for a missing body,
+    a wrong content type or anything that is not JSON.
+    """
+    raw = await read_body(request, limit)
     if not raw.strip():
         if required:
             raise BadRequestError("request body: a JSON body is required", field="body")
         return None
-    content_type = request.headers.get("content-type", "")
-    if content_type and "json" not in content_type.split(";")[0].lower():
-        raise BadRequestError(f"Content-Type must be application/json, got {content_type!r}", field="body")
+    _check_content_type(request)
     try:
-        return json.loads(raw)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise BadRequestError(f"request body: not UTF-8 ({error.reason} at byte {error.start})", field="body") from error
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as error:
         raise BadRequestError(
             f"request body: malformed JSON: {error.msg} at line {error.lineno} column {error.colno}", field="body"
         ) from error
+    except ValueError as error:  # NaN, Infinity, -Infinity
+        raise BadRequestError(f"request body: {error}", field="body") from error
+    except RecursionError as error:
+        raise BadRequestError("request body: JSON nested too deeply", field="body") from error
