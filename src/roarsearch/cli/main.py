@@ -251,7 +251,8 @@ def _jsonl_rows(path: str) -> Iterator[tuple[int, Any]]:
             if not text.strip():
                 continue
             try:
-                yield line, json.loads(text, parse_constant=_reject_constant)
+                # Without its newline, so that a record cut short is reported at its own end.
+                yield line, json.loads(text.rstrip("\r\n"), parse_constant=_reject_constant)
             except json.JSONDecodeError as error:
                 raise ValueError(f"{path}: line {line}: malformed JSON: {error.msg} (column {error.colno})") from error
             except ValueError as error:
@@ -293,8 +294,9 @@ def _json_array_rows(path: str) -> Iterator[tuple[int, Any]]:
         if separator == ",":
             position = skip(position + 1)
         elif separator == "]":
-            if skip(position + 1) != len(text):
-                raise ValueError(f"{path}: line {line_of(position)}: text after the end of the array")
+            rest = skip(position + 1)
+            if rest != len(text):
+                raise ValueError(f"{path}: line {line_of(rest)}: text after the end of the array")
             return
         else:
             raise ValueError(f"{path}: line {line_of(position)}: malformed JSON: expected ',' or ']' after a record")
@@ -357,7 +359,8 @@ def import_file(args: argparse.Namespace) -> int:
                     where = error.data
                     found = re.match(r"records\[(\d+)\]", where)
                     if found and int(found[1]) < len(lines):  # the engine names the record; we know its line
-                        where = f"line {lines[int(found[1])]}: {where}"
+                        index = int(found[1])
+                        where = f"line {lines[index]} (record {imported + index + 1} of the file): {where}"
                     raise ValueError(f"{args.file}: {where}; nothing of this batch was written "
                                      f"({imported} records before it were)") from error
                 imported += len(batch)
@@ -375,7 +378,7 @@ def import_file(args: argparse.Namespace) -> int:
             except UnicodeDecodeError as error:
                 raise ValueError(f"{args.file}: not UTF-8 text ({error.reason})") from error
             except ValueError as error:
-                if imported and "nothing of this batch" not in str(error):
+                if "nothing of this batch" not in str(error):
                     raise ValueError(f"{error}; nothing of this batch was written ({imported} records before it were)") \
                         from error
                 raise
