@@ -7,8 +7,9 @@ Owns: contract §5's ``textFacetQuery``. The query and the values are analyzed l
 - rank 1: the query begins one of the value's words (a query of several words: begins the value
   at one of its word boundaries);
 - rank 2: a one-word query of 4+ letters is within the typo allowance of the beginning of one of
-  the value's words (:func:`roarsearch.query.plan.allowed_typos`: one typo from 4 letters, two
-  from 8; OSA distance, so a swap of neighbours is one typo). "Beginning" is any prefix whose
+  the value's words (:func:`roarsearch.query.plan.allowed_typos` with the request's
+  ``typoTolerance``: one typo from 4 letters, a second from 8 when the tolerance is 2; OSA
+  distance, so a swap of neighbours is one typo). "Beginning" is any prefix whose
   length is within the allowance of the query's length.
 
 Counts are over the records the rest of the request selects; values no such record holds are
@@ -218,12 +219,16 @@ def _number_matches(columns: FieldColumns, candidates: BitMap, query: str, count
     return found[:count]
 
 
-def search_facet_values(columns: FieldColumns | None, candidates: BitMap, query: str, count: int) -> list[dict[str, Any]]:
-    """``[{"value": v, "count": n}, ...]``: up to ``count`` values of the facet matching ``query``."""
+def search_facet_values(columns: FieldColumns | None, candidates: BitMap, query: str, count: int,
+                        typo_tolerance: int = 1) -> list[dict[str, Any]]:
+    """``[{"value": v, "count": n}, ...]``: up to ``count`` values of the facet matching ``query``.
+
+    ``typo_tolerance`` is the request's ``typoTolerance`` (contract default 1).
+    """
     if columns is None or not candidates or count <= 0:
         return []
     wanted = " ".join(analyze(query))
-    budget = allowed_typos(wanted, 1) if wanted and " " not in wanted else 0
+    budget = allowed_typos(wanted, typo_tolerance) if wanted and " " not in wanted else 0
     found: list[tuple[Any, ...]] = []
     if columns.values is not None:
         found.extend(_string_matches(columns.values, candidates, wanted, budget, count))

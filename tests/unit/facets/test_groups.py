@@ -1,0 +1,113 @@
+"""This module tests the following properties:
+
+- ``group_results`` forms the groups a brute-force model forms over the candidates, in any final
+  order (here a random score): groups ordered by their best-ranked record, records inside a group
+  in the overall order, ``skip`` counting groups, ``group_count`` groups of at most ``group_limit``
+  records, exact totals; records lacking the field in no group, an array in each distinct
+  element's group; strings and numbers of one value never merge (``"1"`` and ``1`` are two groups);
+- when one record opens several groups, strings/booleans come first in the order the column first
+  saw them (value id), then numbers ascending;
+- finding the first groups does not rank every candidate when the best records cover them.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from pyroaring import BitMap
+
+from roarsearch.facets.groups import group_results
+from roarsearch.index.columns import FieldColumns
+from roarsearch.index.index import Index
+from roarsearch.schema import iter_leaves
+
+SCALAR = st.one_of(st.sampled_from(["a", "b", "B", "c", "1"]), st.booleans(), st.sampled_from([1, 2, 2.5]))
+RECORDS = st.lists(st.fixed_dictionaries({"id": st.integers(0, 30)}, optional={
+    "g": st.one_of(SCALAR, st.lists(SCALAR, max_size=3), st.none())}), min_size=1, max_size=30)
+
+
+def ranker(score: dict[int, float], calls: list[tuple[int, int, int]]):
+    """rank_docs over a fixed score (ties by doc), recording (size of docs, skip, count) per call."""
+    def rank_docs(docs: BitMap, skip: int, count: int) -> list[int]:
+        calls.append((len(docs), skip, count))
+        return sorted(docs, key=lambda doc: (score[doc], doc))[skip:skip + count]
+    return rank_docs
+
+
+def model(index: Index, columns: FieldColumns | None, candidates: BitMap, score: dict[int, float],
+          skip: int, group_count: int, group_limit: int) -> list[tuple[Any, int, list[int]]]:
+    value_ids = columns.values.ids if columns is not None and columns.values is not None else {}
+    groups: dict[tuple[str, Any], list[int]] = {}
+    for doc in sorted(candidates, key=lambda doc: (score[doc], doc)):
+        keys: list[tuple[str, Any]] = []
+        for path, _, value in iter_leaves(index.docs.record(doc)):
+            if path != "g":
+                continue
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            key = ("n", float(value)) if number else ("v", value)
+            if key not in keys:
+                keys.append(key)
+        keys.sort(key=lambda key: (1, key[1]) if key[0] == "n" else (0, value_ids[key[1]]))
+        for key in keys:
+            groups.setdefault(key, []).append(doc)
+    return [
+        ((int(key[1]) if key[1].is_integer() else key[1]) if key[0] == "n" else key[1], len(docs), docs[:group_limit])
+        for key, docs in list(groups.items())[skip:skip + group_count]
+    ]
+
+
+@given(batches=st.lists(RECORDS, min_size=1, max_size=2), deleted=st.lists(st.integers(0, 30), max_size=4),
+       seed=st.integers(0, 1000), pick=st.data(), skip=st.integers(0, 4), group_count=st.integers(0, 5),
+       group_limit=st.integers(1, 4))
+def test_groups_match_model(batches, deleted, seed, pick, skip, group_count, group_limit) -> None:
+    index = Index()
+    for batch in batches:
+        index.add_records(batch)
+    index.delete_ids(deleted)
+    alive = sorted(index.alive)
+    candidates = BitMap(pick.draw(st.lists(st.sampled_from(alive), unique=True)) if alive else [])
+    generator = random.Random(seed)
+    score = {doc: generator.choice([0.0, 0.5, 1.0, generator.random()]) for doc in alive}
+    columns = index.field_columns("g")
+    got = group_results(columns, candidates, ranker(score, []), skip, group_count, group_limit)
+    assert got == model(index, columns, candidates, score, skip, group_count, group_limit)
+
+
+def test_groups_found_without_ranking_every_candidate() -> None:
+    index = Index()
+    index.add_records([{"id": i, "g": f"v{i % 50}"} for i in range(20_000)])
+    candidates = index.alive
+    score = {doc: float(doc) for doc in candidates}
+    calls: list[tuple[int, int, int]] = []
+    groups = group_results(index.field_columns("g"), candidates, ranker(score, calls), 0, 10, 2)
+    assert [value for value, _, _ in groups] == [f"v{i}" for i in range(10)]
+    assert all(total == 400 for _, total, _ in groups)
+    assert groups[3][2] == [3, 53]
+    walked = sum(count for size, _, count in calls if size == len(candidates))
+    assert walked < 1_000  # a short walk over the best records, not the 20,000 candidates
+
+
+def test_groups_whose_best_records_rank_late_are_still_ordered() -> None:
+    # 300 groups, every group's best record deep in the order: the walk gives up and the groups
+    # are placed by ranking their best records against each other.
+    index = Index()
+    index.add_records([{"id": i, "g": i % 300} for i in range(3_000)] + [{"id": 10_000 + i} for i in range(20_000)])
+    # Records without the field rank first; then the grouped ones, doc 2999 (group 299) best.
+    score = {doc: (-1e9 if doc >= 3_000 else float(-doc)) for doc in index.alive}
+    groups = group_results(index.field_columns("g"), index.alive, ranker(score, []), 290, 20, 1)
+    assert groups == [(value, 10, [2_700 + value]) for value in range(9, -1, -1)]
+
+
+def test_no_groups() -> None:
+    index = Index()
+    index.add_records([{"id": 1, "g": "a"}, {"id": 2}])
+    columns = index.field_columns("g")
+    rank_docs = ranker({doc: 0.0 for doc in index.alive}, [])
+    assert group_results(None, index.alive, rank_docs, 0, 5, 3) == []
+    assert group_results(columns, BitMap(), rank_docs, 0, 5, 3) == []
+    assert group_results(columns, index.alive, rank_docs, 1, 5, 3) == []
+    assert group_results(columns, index.alive, rank_docs, 0, 0, 3) == []
+    assert group_results(columns, index.alive, rank_docs, 0, 5, 3) == [("a", 1, [0])]
