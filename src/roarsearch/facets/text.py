@@ -4,29 +4,65 @@ Owns: exact counts (never sampled) of a field's values over a candidate bitmap, 
 descending, then value ascending (numbers < booleans < strings; strings by folded text, then raw).
 A record counts once per distinct value, however often the value repeats in its array.
 
-Two counting algorithms, chosen by the size of the candidate set (:data:`GATHER_THRESHOLD`):
+Strings and booleans are counted by one of three algorithms:
 
-- few candidates: the (doc, value id) pairs are stored in doc order, so each candidate's values
-  are found by binary search and gathered — cost follows the candidates;
-- many candidates: a dense boolean mask of the candidates selects pairs, and ``numpy.bincount``
-  counts value ids — one pass over the field's pairs, whatever the number of distinct values.
+- few distinct values (at most :data:`PER_VALUE_LIMIT`): one roaring
+  ``intersection_cardinality`` per value between the value's bitmap (built once per write of the
+  column and kept here) and the candidates — no numpy pass over the pairs at all;
+- many values, few candidates (under :data:`GATHER_THRESHOLD`): the (doc, value id) pairs are in
+  doc order, so each candidate's values are found by binary search and gathered, and
+  ``numpy.bincount`` counts them — cost follows the candidates;
+- many values, many candidates: a dense boolean mask of the candidates selects pairs and
+  ``numpy.bincount`` counts value ids — one pass over the field's pairs.
 
-Measured on 1M places (countryCode, ~250 values): gathering wins below about 1% of the records,
-bincount above.
+Numbers are counted from the numeric pairs selected the same way (gather or mask).
+Measured on 1M places with ``python -m benchmarks.bench_facets`` (figures in docs/facets.md): per
+value intersections beat bincount by one to two orders of magnitude for countryCode (~250 values)
+at every candidate size; gathering beats the mask below about 8,000 candidates.
+
+Callers: ``engine.collection`` (textFacets), ``facets.value_search`` and ``facets.groups`` (pair
+selection, :func:`value_counts`).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 from pyroaring import BitMap
 
 from roarsearch.index.bitmaps import array_from_bitmap
-from roarsearch.index.columns import FieldColumns
+from roarsearch.index.columns import FieldColumns, ValueColumn
 
 #: Candidate sets smaller than this gather their values by binary search instead of masking.
 GATHER_THRESHOLD = 8192
+#: Fields with at most this many distinct strings/booleans count by one bitmap intersection per value.
+PER_VALUE_LIMIT = 4096
+#: Value columns whose per-value bitmaps are kept (the fields being faceted on).
+CACHED_COLUMNS = 64
+
+_value_bitmaps_cache: OrderedDict[int, tuple[ValueColumn, np.ndarray, list[BitMap]]] = OrderedDict()
+
+
+def value_bitmaps(column: ValueColumn) -> list[BitMap]:
+    """One bitmap of docs per value id (retired docs included), rebuilt after the column changes.
+
+    The column's flattened pairs array is replaced on every write, so its identity tells whether
+    the cached bitmaps are current (the entry holds the array, so the identity cannot be reused).
+    """
+    docs, _ = column.pairs()
+    key = id(column)
+    cached = _value_bitmaps_cache.get(key)
+    if cached is not None and cached[0] is column and cached[1] is docs:
+        _value_bitmaps_cache.move_to_end(key)
+        return cached[2]
+    bitmaps = [column.value_docs(value_id) for value_id in range(len(column.values))]
+    _value_bitmaps_cache[key] = (column, docs, bitmaps)
+    _value_bitmaps_cache.move_to_end(key)
+    while len(_value_bitmaps_cache) > CACHED_COLUMNS:
+        _value_bitmaps_cache.popitem(last=False)
+    return bitmaps
 
 
 _last_mask: list[Any] = [None, None]  # (candidates object, mask): one request's facets share it
@@ -68,37 +104,67 @@ def plain_number(value: float) -> int | float:
     return int(value) if float(value).is_integer() and abs(value) < 2**53 else float(value)
 
 
-def value_counts(columns: FieldColumns | None, candidates: BitMap) -> list[tuple[Any, int, tuple[Any, ...]]]:
-    """Every value held by a candidate with its record count and its sort key (unordered)."""
-    if columns is None or not candidates:
+def string_counts(column: ValueColumn, candidates: BitMap) -> np.ndarray:
+    """Per value id of ``column``, the number of candidates holding it."""
+    if len(column.values) <= PER_VALUE_LIMIT:
+        intersect = BitMap.intersection_cardinality
+        return np.fromiter((intersect(bitmap, candidates) for bitmap in value_bitmaps(column)),
+                           dtype=np.int64, count=len(column.values))
+    docs, value_ids = column.pairs()
+    _, selected = select_pairs(docs, value_ids, candidates)
+    return np.bincount(selected, minlength=len(column.values))
+
+
+def _string_entries(column: ValueColumn, candidates: BitMap, limit: int) -> list[tuple[int, int, int, Any, int]]:
+    """The best ``limit`` (-count, kind, order within kind, value, count) of the strings/booleans."""
+    counts = string_counts(column, candidates)
+    chosen = np.flatnonzero(counts)
+    if not chosen.size:
         return []
-    counted: list[tuple[Any, int, tuple[Any, ...]]] = []
-    if columns.values is not None:
-        docs, value_ids = columns.values.pairs()
-        _, selected = select_pairs(docs, value_ids, candidates)
-        if selected.size:
-            counts = np.bincount(selected, minlength=len(columns.values.values))
-            folded = columns.values.folded
-            for value_id in np.flatnonzero(counts).tolist():
-                value = columns.values.values[value_id]
-                kind = 1 if isinstance(value, bool) else 2
-                counted.append((value, int(counts[value_id]), (kind, folded[value_id], str(value))))
-    if columns.numeric is not None:
-        docs, numbers = columns.numeric.pairs()
-        selected_docs, selected = select_pairs(docs, numbers, candidates)  # pairs are in doc order
-        if selected.size:
-            # A record counts once per distinct value: deduplicate (doc, value) first.
-            pairs = np.unique(np.stack((selected_docs.astype(np.float64), selected)), axis=1)
-            distinct, counts = np.unique(pairs[1], return_counts=True)
-            for number, count in zip(distinct.tolist(), counts.tolist()):
-                counted.append((plain_number(number), int(count), (0, number, "")))
-    return counted
+    # One int64 key orders (count descending, booleans before strings, folded then raw value):
+    # the best ``limit`` are an argpartition away, whatever the number of distinct values.
+    size = len(column.values)
+    is_string = np.ones(size, dtype=bool)
+    for flag in (False, True):  # the only two booleans a column can hold
+        if (value_id := column.ids.get(flag)) is not None:
+            is_string[value_id] = False
+    chosen_counts = counts[chosen]
+    most = int(chosen_counts.max())
+    position = column.fold_rank()[chosen] + np.where(is_string[chosen], size, 0)
+    key = (most - chosen_counts) * (2 * size) + position
+    if key.size > limit:
+        keep = np.argpartition(key, limit - 1)[:limit]
+        chosen, key = chosen[keep], key[keep]
+    best = chosen[np.argsort(key, kind="stable")]
+    fold_rank = column.fold_rank()
+    return [(-int(counts[value_id]), 2 if is_string[value_id] else 1, int(fold_rank[value_id]),
+             column.values[value_id], int(counts[value_id])) for value_id in best.tolist()]
+
+
+def _number_entries(columns: FieldColumns, candidates: BitMap, limit: int) -> list[tuple[int, int, float, Any, int]]:
+    """The best ``limit`` (-count, 0, number, JSON number, count) of the field's numbers."""
+    if columns.numeric is None:
+        return []
+    docs, numbers = columns.numeric.pairs()
+    selected_docs, selected = select_pairs(docs, numbers, candidates)  # pairs are in doc order
+    if not selected.size:
+        return []
+    if columns.numeric.multi_valued:
+        # A record counts once per distinct value: deduplicate (doc, value) first.
+        selected = np.unique(np.stack((selected_docs.astype(np.float64), selected)), axis=1)[1]
+    distinct, counts = np.unique(selected, return_counts=True)
+    order = np.lexsort((distinct, -counts))[:limit]
+    return [(-count, 0, number, plain_number(number), count)
+            for number, count in zip(distinct[order].tolist(), counts[order].tolist())]
 
 
 def count_text_facet(columns: FieldColumns | None, candidates: BitMap, limit: int) -> list[dict[str, Any]]:
     """``[{"value": v, "count": n}, ...]``: the ``limit`` most frequent values among the candidates."""
-    if limit <= 0:
+    if limit <= 0 or columns is None or not candidates:
         return []
-    counted = value_counts(columns, candidates)
-    counted.sort(key=lambda item: (-item[1], item[2]))
-    return [{"value": value, "count": count} for value, count, _ in counted[:limit]]
+    entries: list[tuple[Any, ...]] = []
+    if columns.values is not None:
+        entries.extend(_string_entries(columns.values, candidates, limit))
+    entries.extend(_number_entries(columns, candidates, limit))
+    entries.sort(key=lambda entry: entry[:3])
+    return [{"value": value, "count": count} for *_, value, count in entries[:limit]]

@@ -4,8 +4,9 @@
   strings, booleans, numbers (integral floats as ints), arrays (a repeated element counts once per
   record), missing fields, values replaced or deleted (retired docs never count) and any limit;
 - the order is count descending, then numbers < booleans < strings, strings by folded text then raw;
-- both counting algorithms (gather below ``GATHER_THRESHOLD`` candidates, mask + bincount above)
-  give the same answer: every example runs with the threshold forced each way;
+- the three counting algorithms (one bitmap intersection per value up to ``PER_VALUE_LIMIT``
+  values; above it, gather below ``GATHER_THRESHOLD`` candidates, mask + bincount from it) give the
+  same answer: every example runs with each forced; the cached per-value bitmaps follow writes;
 - limit 0, no candidates and an unknown field give [].
 """
 
@@ -32,14 +33,18 @@ RECORDS = st.lists(st.fixed_dictionaries({"id": st.integers(0, 12)}, optional={"
                    min_size=1, max_size=25)
 
 
+#: (PER_VALUE_LIMIT, GATHER_THRESHOLD): intersection per value, then mask + bincount, then gather.
+ALGORITHMS = [(1 << 30, 0), (0, 0), (0, 1 << 30)]
+
+
 @contextmanager
-def threshold(value: int) -> Iterator[None]:
-    saved = text.GATHER_THRESHOLD
-    text.GATHER_THRESHOLD = value
+def algorithm(per_value_limit: int, gather_threshold: int) -> Iterator[None]:
+    saved = text.PER_VALUE_LIMIT, text.GATHER_THRESHOLD
+    text.PER_VALUE_LIMIT, text.GATHER_THRESHOLD = per_value_limit, gather_threshold
     try:
         yield
     finally:
-        text.GATHER_THRESHOLD = saved
+        text.PER_VALUE_LIMIT, text.GATHER_THRESHOLD = saved
 
 
 def build(batches: list[list[dict[str, Any]]], deleted: list[int]) -> Index:
@@ -81,9 +86,9 @@ def test_counts_match_model(batches, deleted, pick, limit) -> None:
     alive = sorted(index.alive)
     candidates = BitMap(pick.draw(st.lists(st.sampled_from(alive), unique=True)) if alive else [])
     expected = model(index, candidates, "tag", limit)
-    for forced in (0, 1 << 30):  # mask + bincount, then gather
-        with threshold(forced):
-            assert count_text_facet(index.field_columns("tag"), candidates, limit) == expected
+    for forced in ALGORITHMS:
+        with algorithm(*forced):
+            assert count_text_facet(index.field_columns("tag"), candidates, limit) == expected, forced
 
 
 def test_order_mixed_types_and_folding() -> None:
@@ -124,6 +129,11 @@ def test_large_candidate_sets_use_both_algorithms() -> None:
         **{f"w{k}": sum(1 for i in range(1, len(records), 2) if i % 3 == k) for k in range(3)},
     }
     small = BitMap(list(index.alive)[:100])
-    assert count_text_facet(columns, small, 100) == model(index, small, "tag", 100)
+    for forced in ALGORITHMS:
+        with algorithm(*forced):
+            assert count_text_facet(columns, small, 100) == model(index, small, "tag", 100)
+    index.add_records([{"id": 1, "tag": "v0"}, {"id": 10**6, "tag": "new"}])  # cached bitmaps follow writes
+    columns = index.field_columns("tag")
+    assert count_text_facet(columns, index.alive, 100) == model(index, index.alive, "tag", 100)
     numbers = count_text_facet(index.field_columns("n"), index.alive, 100)
     assert numbers == model(index, index.alive, "n", 100)
