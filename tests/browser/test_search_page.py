@@ -1,116 +1,286 @@
-"""This module tests the following properties, in a real headless Chromium (Debian's package)
-driving the page served by a real ``roarsearch demo`` server on 127.0.0.1:
+"""This module tests the following properties of the search page, in a real headless Chromium driving
+the page that a real ``roarsearch demo`` serves (fixtures in ``conftest.py``):
 
-- typing a query with a typo shows results as you type, with the matched words highlighted, the
-  total and the response time;
-- ticking a text facet narrows the results while the facet's own counts stay disjunctive;
-- paging and sorting work; screenshots are saved to test-artifacts/ for people to look at.
+- typing a query with a typo, key by key, shows results as you type, the matched words highlighted,
+  the total and the response time;
+- ticking a text facet narrows the results while that facet's own counts stay as they were
+  (disjunctive) and the other facets' counts follow the filter; unticking restores the total;
+- a numeric facet range (a decade, a Tomatometer band) keeps only records inside it;
+- paging moves to other records; each sort choice orders the records by its key;
+- the keyboard alone works: ``/`` focuses the box, Tab reaches the facets, Space ticks one and the
+  focus stays on it, ``Esc`` clears the query;
+- record text is never interpreted as HTML (a record whose title is markup shows the markup as text);
+- API errors are shown as readable sentences (a wrong key gives the 401 and what to do);
+- at phone width nothing scrolls sideways.
 
-Chromium is installed by ``.ci/install-browser.sh``; without it these tests fail, never skip.
+Screenshots go to ``test-artifacts/`` for people to look at.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
 
+from tests.browser.conftest import ARTIFACTS, DemoServer
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # a real server and a real browser: about 20 s; `-m "not slow"` leaves them out
 
+WAIT_SECONDS = 15
+STATUS = re.compile(r"^([\d,]+) results? in (\d+) ms$")
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+Driver = Any  # selenium's WebDriver; typed loosely so this module imports before selenium is installed
 
 
-@pytest.fixture(scope="module")
-def page_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("demo")
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "roarsearch", "demo", "--data", str(data), "--port", str(port)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    address = None
-    assert server.stdout is not None
-    for line in server.stdout:
-        if line.startswith("search page: "):
-            address = line.split(": ", 1)[1].strip()
+def wait_until(driver: Driver, condition: Callable[[Driver], Any], what: str) -> Any:
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.05).until(condition)
+    except TimeoutException:
+        status = driver.execute_script("return document.getElementById('status').textContent")
+        error = driver.execute_script("return document.getElementById('error').textContent")
+        pytest.fail(f"timed out waiting for {what} (status: {status!r}, error: {error!r})")
+
+
+def css(driver: Driver, selector: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def all_css(driver: Driver, selector: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return list(driver.find_elements(By.CSS_SELECTOR, selector))
+
+
+def total(driver: Driver) -> int:
+    text = css(driver, "#status").text
+    found = STATUS.match(text)
+    assert found, f"status line {text!r} does not say '<total> results in <ms> ms'"
+    return int(found[1].replace(",", ""))
+
+
+def settled(driver: Driver) -> bool:
+    """The latest request has been answered and drawn (no search in flight, no debounce pending)."""
+    return bool(driver.execute_script(
+        "return !document.getElementById('results').hasAttribute('aria-busy') && "
+        "/^[0-9,]+ results? in [0-9]+ ms$/.test(document.getElementById('status').textContent)"))
+
+
+def open_page(driver: Driver, url: str) -> None:
+    driver.set_window_size(1280, 900)
+    driver.get("about:blank")  # a hash-only change would not reload the page
+    driver.get(url)
+    wait_until(driver, lambda d: settled(d) and all_css(d, "#results li h2"), "the first results")
+
+
+def facet_counts(driver: Driver, field: str) -> dict[str, str]:
+    return {box.get_attribute("data-value"): box.find_element("xpath", "ancestor::label").text.split()[-1]
+            for box in all_css(driver, f"#facets input[data-field='{field}']")}
+
+
+def facet_box(driver: Driver, field: str, value: str) -> Any:
+    return css(driver, f"#facets input[data-field='{field}'][data-value='{value}']")
+
+
+def type_query(driver: Driver, text: str) -> None:
+    box = css(driver, "#query")
+    box.clear()
+    box.send_keys(text)  # key by key, like a person: the page searches as you type
+
+
+def titles(driver: Driver) -> list[str]:
+    return [heading.text for heading in all_css(driver, "#results li h2")]
+
+
+def numbers_after(driver: Driver, label: str) -> list[int]:
+    """One number per result: the year in "(1994)" or the percentage after "Tomatometer"."""
+    pattern = r"\((\d{4})\)" if label == "year" else r"Tomatometer (\d+)%"
+    return [int(found) for item in all_css(driver, "#results li") for found in re.findall(pattern, item.text)[:1]]
+
+
+def test_typo_query_shows_highlighted_results_as_you_type(demo_server: DemoServer, browser: Driver) -> None:
+    open_page(browser, demo_server.page_url)
+    assert total(browser) == 17_472  # the empty query browses the whole data set
+    type_query(browser, "godfathr")  # a typo: one letter missing
+    wait_until(browser, lambda d: "<em>Godfather</em>" in css(d, "#results li h2").get_attribute("innerHTML"),
+               "the highlighted Godfather")
+    wait_until(browser, settled, "the answer to the last keystroke")
+    assert titles(browser)[0].startswith("The Godfather")
+    assert 0 < total(browser) < 50
+    marks = [mark.text for mark in all_css(browser, "#results li h2 em")]
+    assert marks and all(mark.startswith("Godfather") for mark in marks)  # and "Godfathers"
+    assert "#key=" in browser.current_url and "q=godfathr" in browser.current_url  # a reload keeps the query
+    browser.save_screenshot(str(ARTIFACTS / "search-typo.png"))
+
+
+def test_text_facet_narrows_and_its_counts_stay_disjunctive(demo_server: DemoServer, browser: Driver) -> None:
+    open_page(browser, demo_server.page_url)
+    type_query(browser, "star wars")
+    wait_until(browser, lambda d: settled(d) and any("Star Wars" in title for title in titles(d)), "Star Wars")
+    before_total = total(browser)
+    before_genres = facet_counts(browser, "genres")
+    before_ratings = facet_counts(browser, "mpaaRating")
+    assert "Drama" in before_genres and "Action" in before_genres, before_genres
+
+    css(browser, "#facets input[data-field='genres'][data-value='Drama']").click()
+    wait_until(browser, lambda d: settled(d) and total(d) == int(before_genres["Drama"].replace(",", "")),
+               "the total to become the Drama count")
+    assert total(browser) < before_total
+    assert facet_box(browser, "genres", "Drama").is_selected()
+    # Disjunctive: the genres facet is counted without its own filter, so no genre count moves ...
+    assert facet_counts(browser, "genres") == before_genres
+    # ... while the other facets are counted over the Drama films only.
+    after_ratings = facet_counts(browser, "mpaaRating")
+    assert after_ratings != before_ratings
+    assert all(int(after_ratings.get(value, "0").replace(",", "")) <= int(count.replace(",", ""))
+               for value, count in before_ratings.items())
+    assert all("Drama" in item.text for item in all_css(browser, "#results li"))
+    browser.save_screenshot(str(ARTIFACTS / "search-facet.png"))
+
+    # A second value of the same facet widens (any of them), and unticking both restores the total.
+    css(browser, "#facets input[data-field='genres'][data-value='Action']").click()
+    drama_or_action = wait_until(browser, lambda d: settled(d) and total(d) > int(before_genres["Drama"].replace(",", ""))
+                                 and total(d), "Drama or Action")
+    assert drama_or_action <= before_total
+    css(browser, "#clear-filters").click()
+    wait_until(browser, lambda d: settled(d) and total(d) == before_total, "the unfiltered total")
+    assert not facet_box(browser, "genres", "Drama").is_selected()
+
+
+def test_numeric_ranges_keep_only_records_inside_them(demo_server: DemoServer, browser: Driver) -> None:
+    open_page(browser, demo_server.page_url)
+    everything = total(browser)
+    nineties = facet_box(browser, "year", "[1990,2000)")
+    expected = int(nineties.find_element("xpath", "ancestor::label").text.split()[-1].replace(",", ""))
+    nineties.click()
+    wait_until(browser, lambda d: settled(d) and total(d) == expected, "the 1990s")
+    assert 0 < expected < everything
+    years = numbers_after(browser, "year")
+    assert years and all(1990 <= year < 2000 for year in years), years
+
+    facet_box(browser, "tomatoMeter", "[90,100]").click()
+    wait_until(browser, lambda d: settled(d) and total(d) < expected, "acclaimed films of the 1990s")
+    meters = numbers_after(browser, "tomatoMeter")
+    assert meters and all(90 <= meter <= 100 for meter in meters), meters
+    assert all(1990 <= year < 2000 for year in numbers_after(browser, "year"))
+
+
+def test_paging_and_every_sort_choice(demo_server: DemoServer, browser: Driver) -> None:
+    open_page(browser, demo_server.page_url)
+    assert css(browser, "#page-label").text == "Page 1 of 1,748"
+    assert not css(browser, "#previous").is_enabled()
+    first_page = titles(browser)
+    css(browser, "#next").click()
+    wait_until(browser, lambda d: settled(d) and css(d, "#page-label").text.startswith("Page 2 "), "page 2")
+    assert set(titles(browser)).isdisjoint(first_page)
+    assert css(browser, "#previous").is_enabled()
+    css(browser, "#previous").click()
+    wait_until(browser, lambda d: settled(d) and css(d, "#page-label").text.startswith("Page 1 "), "page 1 again")
+    assert titles(browser) == first_page
+
+    from selenium.webdriver.support.ui import Select
+
+    for choice, key, descending in (("-year", "year", True), ("year", "year", False), ("-tomatoMeter", "tomatoMeter", True)):
+        css(browser, "#next").click()  # a sort change starts again from the first page
+        wait_until(browser, lambda d: settled(d) and css(d, "#page-label").text.startswith("Page 2 "), "page 2")
+        Select(css(browser, "#sort")).select_by_value(choice)
+        wait_until(browser, lambda d: settled(d) and css(d, "#page-label").text.startswith("Page 1 "), f"sort {choice}")
+        values = numbers_after(browser, key)
+        assert len(values) == 10, values
+        assert values == sorted(values, reverse=descending), (choice, values)
+    assert numbers_after(browser, "tomatoMeter")[0] == 100
+
+
+def test_keyboard_alone(demo_server: DemoServer, browser: Driver) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    open_page(browser, demo_server.page_url)
+    css(browser, "#status").click()  # focus away from the box, as after reading a result
+    ActionChains(browser).send_keys("/").perform()
+    assert browser.switch_to.active_element.get_attribute("id") == "query"
+    ActionChains(browser).send_keys("spielbrg").perform()
+    wait_until(browser, lambda d: settled(d) and "Spielberg" in css(d, "#results li").text, "Spielberg's films")
+    spielberg = total(browser)
+
+    first_box = all_css(browser, "#facets input")[0]
+    label = first_box.get_attribute("data-value")
+    for _ in range(30):  # Tab through the sort choice and the "skip" of the facets panel to the first box
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+        if browser.switch_to.active_element.get_attribute("data-key") == first_box.get_attribute("data-key"):
             break
-    assert address, "demo did not print the page address"
-    for _ in range(100):
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-    yield address
-    server.terminate()
-    server.wait(timeout=30)
-    server.stdout.close()
+    else:
+        pytest.fail("Tab never reached the first facet checkbox")
+    ActionChains(browser).send_keys(Keys.SPACE).perform()
+    wait_until(browser, lambda d: settled(d) and total(d) < spielberg, f"the {label} filter")
+    focused = browser.switch_to.active_element
+    assert focused.get_attribute("data-value") == label and focused.is_selected()  # focus survived the re-render
+
+    css(browser, "#query").click()
+    ActionChains(browser).send_keys(Keys.ESCAPE).perform()
+    wait_until(browser, lambda d: settled(d) and css(d, "#query").get_attribute("value") == "" and total(d) > spielberg,
+               "the cleared query")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    assert os.path.exists(CHROMIUM), "Chromium is missing: run .ci/install-browser.sh (Debian chromium package)"
-    from playwright.sync_api import sync_playwright
+def test_record_text_is_shown_as_text_never_as_html(demo_server: DemoServer, browser: Driver) -> None:
+    markup = "<img src=x onerror=\"window.injected=1\"> Zqxjvw <b>bold</b>"
+    added = httpx.post(f"{demo_server.base_url}/v2/collections/movies/records",
+                       headers={"Authorization": f"Bearer {demo_server.admin_key}"},
+                       json=[{"id": 990_000_001, "title": markup, "director": "<script>window.injected=2</script>",
+                              "cast": ["<i>Zqxjvw</i>"], "year": 2020, "genres": ["<u>Test</u>"]}], timeout=10)
+    assert added.status_code == 201, added.text
+    try:
+        open_page(browser, demo_server.page_url)
+        type_query(browser, "zqxjvw")
+        wait_until(browser, lambda d: settled(d) and total(d) == 1, "the record with markup")
+        item = css(browser, "#results li")
+        assert markup.replace("  ", " ") in item.text
+        assert "<script>window.injected=2</script>" in item.text and "<i>Zqxjvw</i>" in item.text
+        assert not item.find_elements("css selector", "img, b, script, i, u")
+        assert [mark.text for mark in item.find_elements("css selector", "em")] == ["Zqxjvw", "Zqxjvw"]
+        assert browser.execute_script("return window.injected") is None
+        assert any(box.get_attribute("data-value") == "<u>Test</u>" for box in all_css(browser, "#facets input"))
+    finally:
+        deleted = httpx.request("DELETE", f"{demo_server.base_url}/v2/collections/movies/records",
+                                headers={"Authorization": f"Bearer {demo_server.admin_key}"}, json=[990_000_001], timeout=10)
+        assert deleted.json() == [{"status": 200, "id": 990_000_001}], deleted.text
 
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield launched
-        launched.close()
+
+def test_api_errors_are_readable(demo_server: DemoServer, browser: Driver) -> None:
+    browser.get("about:blank")
+    browser.get(f"{demo_server.base_url}/#key=not-the-key&collection=movies")
+    error = wait_until(browser, lambda d: css(d, "#error").is_displayed() and css(d, "#error"), "the error")
+    assert error.text.startswith("Error 401: ") and "#key=" in error.text, error.text
+    assert not all_css(browser, "#results li")
+
+    browser.get("about:blank")
+    browser.get(f"{demo_server.base_url}/#key={demo_server.search_key}&collection=no-such-films")
+    error = wait_until(browser, lambda d: css(d, "#error").is_displayed() and css(d, "#error"), "the error")
+    assert error.text.startswith("Error 404: ") and "no-such-films" in error.text, error.text
+
+    browser.get("about:blank")
+    browser.get(f"{demo_server.base_url}/")
+    error = wait_until(browser, lambda d: css(d, "#error").is_displayed() and css(d, "#error"), "the error")
+    assert "No search key" in error.text
 
 
-def test_search_as_you_type_facets_paging_sort(page_url: str, browser: object) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1200, "height": 900})  # type: ignore[attr-defined]
-    page.goto(page_url)
-    page.wait_for_selector("#results li")
-    page.fill("#query", "godfathr")  # a typo
-    page.wait_for_function("document.querySelector('#results h2') && "
-                           "document.querySelector('#results h2').innerHTML.includes('<em>Godfather</em>')")
-    status = page.inner_text("#status")
-    assert re.match(r"\d[\d,]* results in \d+ ms", status), status
-    assert "Godfather" in page.inner_text("#results li:first-child h2")
-    page.screenshot(path=str(ARTIFACTS / "search-typo.png"))
-
-    page.fill("#query", "star wars")
-    page.wait_for_function("document.querySelector('#results h2') && "
-                           "document.querySelector('#results h2').textContent.includes('Star Wars')")
-    page.wait_for_selector("#facets input[data-field='genres'][data-value='Drama']")
-    total_before = int(page.inner_text("#status").split()[0].replace(",", ""))
-    drama = page.locator("#facets input[data-field='genres'][data-value='Drama']")
-    action = page.locator("#facets label", has=page.locator("input[data-value='Action']"))
-    action_count_before = action.locator(".count").inner_text()
-    drama.check()
-    page.wait_for_function(f"parseInt(document.querySelector('#status').textContent.replace(/,/g, '')) < {total_before}")
-    action_count_after = page.locator("#facets label", has=page.locator("input[data-value='Action']")).locator(".count").inner_text()
-    assert action_count_after == action_count_before  # disjunctive: genres counts ignore the genres filter
-    page.screenshot(path=str(ARTIFACTS / "search-facet.png"))
-
-    first_page = page.inner_text("#results li:first-child h2")
-    page.click("#next")
-    page.wait_for_function("document.querySelector('#page-label').textContent.startsWith('Page 2')")
-    assert page.inner_text("#results li:first-child h2") != first_page
-    page.select_option("#sort", "-year")
-    page.wait_for_function("document.querySelector('#page-label').textContent.startsWith('Page 1')")
-    years = [int(y) for y in re.findall(r"\((\d{4})\)", page.inner_text("#results"))]
-    assert years == sorted(years, reverse=True) and years
-    page.set_viewport_size({"width": 390, "height": 844})  # a phone
-    page.screenshot(path=str(ARTIFACTS / "search-phone.png"), full_page=True)
-    page.close()
+def test_phone_width(demo_server: DemoServer, browser: Driver) -> None:
+    browser.set_window_size(390, 844)
+    browser.get("about:blank")
+    browser.get(demo_server.page_url.replace("collection=movies", "collection=movies&q=tom+hanks"))
+    wait_until(browser, lambda d: settled(d) and all_css(d, "#results li h2"), "results at phone width")
+    assert "Tom" in css(browser, "#results li").text
+    width = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], f"the page scrolls sideways at phone width: {width}"
+    assert css(browser, "#refine").get_attribute("open") is None  # filters folded: results come first
+    query_box = css(browser, "#query").rect
+    assert query_box["width"] >= 200, query_box
+    browser.save_screenshot(str(ARTIFACTS / "search-phone.png"))
+    browser.set_window_size(1280, 900)
