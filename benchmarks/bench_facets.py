@@ -111,14 +111,21 @@ def facet_figures(engine: Engine, repeats: int) -> dict[str, Any]:
     return figures
 
 
-def _count_with(columns: Any, candidates: BitMap, per_value_limit: int, gather_threshold: int) -> None:
-    saved = text_facets.PER_VALUE_LIMIT, text_facets.GATHER_THRESHOLD
-    text_facets.PER_VALUE_LIMIT, text_facets.GATHER_THRESHOLD = per_value_limit, gather_threshold
+KNOBS = ("PER_VALUE_LIMIT", "PER_VALUE_LIMIT_MANY_CANDIDATES", "GATHER_THRESHOLD", "GATHER_RATIO")
+
+
+def _count_with(columns: Any, candidates: BitMap, per_value: bool, gather: bool) -> None:
+    """count_text_facet with the algorithm forced (per value, else gather or mask)."""
+    saved = [getattr(text_facets, knob) for knob in KNOBS]
+    forced = (1 << 40, 1 << 40, 0, 1) if per_value else ((0, 0, 1 << 40, 0) if gather else (0, 0, 0, 1))
+    for knob, value in zip(KNOBS, forced):
+        setattr(text_facets, knob, value)
     text_facets._last_mask[:] = [None, None]  # a request's first facet builds the mask
     try:
         count_text_facet(columns, candidates, 100)
     finally:
-        text_facets.PER_VALUE_LIMIT, text_facets.GATHER_THRESHOLD = saved
+        for knob, value in zip(KNOBS, saved):
+            setattr(text_facets, knob, value)
 
 
 def threshold_figures(engine: Engine, repeats: int) -> dict[str, list[dict[str, Any]]]:
@@ -126,15 +133,14 @@ def threshold_figures(engine: Engine, repeats: int) -> dict[str, list[dict[str, 
     index = engine._collection("places").index
     alive = array_from_bitmap(index.alive)
     rng = np.random.default_rng(7)
-    never, always = 1 << 40, 0
     by_candidates = []
     region = index.field_columns("region")
     for size in (1_000, 4_000, 8_000, 16_000, 64_000, 256_000):
         candidates = BitMap(np.sort(rng.choice(alive, size=min(size, alive.size), replace=False)).tolist())
         by_candidates.append({
             "candidates": size,
-            "gather": timed(lambda c=candidates: _count_with(region, c, always, never), repeats)["p50_ms"],
-            "mask_bincount": timed(lambda c=candidates: _count_with(region, c, always, always), repeats)["p50_ms"],
+            "gather": timed(lambda c=candidates: _count_with(region, c, False, True), repeats)["p50_ms"],
+            "mask_bincount": timed(lambda c=candidates: _count_with(region, c, False, False), repeats)["p50_ms"],
         })
     by_values = []
     for field in ("countryCode", "timezone", "admin1Code", "region"):
@@ -145,9 +151,9 @@ def threshold_figures(engine: Engine, repeats: int) -> dict[str, list[dict[str, 
             candidates = BitMap(np.sort(rng.choice(alive, size=int(share * alive.size), replace=False)).tolist())
             by_values.append({
                 "field": field, "values": len(columns.values.values), "candidates": len(candidates),
-                "intersection_per_value": timed(lambda c=candidates, f=columns: _count_with(f, c, never, 8192),
+                "intersection_per_value": timed(lambda c=candidates, f=columns: _count_with(f, c, True, False),
                                                 repeats)["p50_ms"],
-                "pairs_bincount": timed(lambda c=candidates, f=columns: _count_with(f, c, always, 8192),
+                "pairs_bincount": timed(lambda c=candidates, f=columns: _count_with(f, c, False, text_facets.gathers(len(c), f.values.pairs()[0].size)),
                                         repeats)["p50_ms"],
             })
     return {"gather_vs_mask_region": by_candidates, "per_value_vs_bincount": by_values}

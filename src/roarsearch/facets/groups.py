@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from roarsearch.facets.text import plain_number, select_pairs
+from roarsearch.facets.text import PER_VALUE_LIMIT_MANY_CANDIDATES, plain_number, select_pairs, string_counts, value_bitmaps
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.columns import FieldColumns
 
@@ -60,11 +60,10 @@ def _key_order(key: GroupKey) -> tuple[int, Any]:
 
 
 def _all_keys(columns: FieldColumns, candidates: BitMap) -> set[GroupKey]:
+    """Every group the candidates form (counted as a text facet is: see ``facets.text``)."""
     found: set[GroupKey] = set()
     if columns.values is not None:
-        docs, value_ids = columns.values.pairs()
-        _, selected = select_pairs(docs, value_ids, candidates)
-        found.update(("v", value_id) for value_id in np.unique(selected).tolist())
+        found.update(("v", value_id) for value_id in np.flatnonzero(string_counts(columns.values, candidates)).tolist())
     if columns.numeric is not None:
         docs, numbers = columns.numeric.pairs()
         _, selected = select_pairs(docs, numbers, candidates)
@@ -76,6 +75,8 @@ def _members(columns: FieldColumns, key: GroupKey, candidates: BitMap) -> BitMap
     kind, value = key
     if kind == "v":
         assert columns.values is not None
+        if len(columns.values.values) <= PER_VALUE_LIMIT_MANY_CANDIDATES:
+            return value_bitmaps(columns.values)[value] & candidates  # cached per write
         return columns.values.value_docs(value) & candidates
     assert columns.numeric is not None
     return columns.numeric.range(value, True, value, True) & candidates

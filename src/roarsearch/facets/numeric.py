@@ -10,6 +10,10 @@ and open ends written empty or ``*`` (``[10,)``, ``(*,5]``) — and the facet re
 ``count`` in stats and in ranges is a number of records (a record with several values in a range
 counts once); ``min``, ``max`` and ``avg`` are over the values of those records (every array
 element counts); with no values they are ``null``.
+
+A field that never held an array is read from its dense per-doc column (one gather of the
+candidates' values); arrays from the (doc, value) pairs. Callers: ``engine.collection``
+(numericFacets), ``facets.filters`` (numericFacetFilters).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pyroaring import BitMap
 
 from roarsearch.errors import BadRequestError
 from roarsearch.facets.text import plain_number, select_pairs
-from roarsearch.index.bitmaps import bitmap_from_array
+from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.columns import FieldColumns
 
 _INTERVAL = re.compile(r"\s*([\[(])\s*([^,\s]*)\s*,\s*([^,\s\])]*)\s*([\])])\s*")
@@ -81,24 +85,47 @@ def interval_docs(columns: FieldColumns | None, interval: Interval) -> BitMap:
     return columns.numeric.range(interval.low, interval.low_inclusive, interval.high, interval.high_inclusive)
 
 
+def _candidate_values(columns: FieldColumns, candidates: BitMap) -> tuple[np.ndarray, np.ndarray | None]:
+    """(values, their docs or None) of the candidates' numbers.
+
+    A field that never held an array has one value per doc, kept dense by doc in the column's
+    per-doc minimum (NaN where a doc has none): the candidates' values are one gather, and
+    every value is its own record (docs are not needed to count records). Arrays go through
+    the (doc, value) pairs.
+    """
+    assert columns.numeric is not None
+    if not columns.numeric.multi_valued:
+        dense = columns.numeric.minimum.data
+        docs = array_from_bitmap(candidates)
+        docs = docs[: np.searchsorted(docs, dense.size)]  # docs past the array have no value
+        values = dense[docs]
+        return values[~np.isnan(values)], None
+    docs, values = columns.numeric.pairs()
+    selected_docs, selected = select_pairs(docs, values, candidates)  # pairs are in doc order
+    return selected, selected_docs
+
+
 def numeric_facet(field: str, columns: FieldColumns | None, candidates: BitMap, intervals: list[Interval]) -> dict[str, Any]:
     """Stats and range counts of ``field`` over the candidates."""
     stats: dict[str, Any] = {"min": None, "max": None, "avg": None, "count": 0}
     ranges = [{"range": interval.text, "count": 0} for interval in intervals]
     if columns is not None and columns.numeric is not None and candidates:
-        docs, values = columns.numeric.pairs()
-        selected_docs, selected = select_pairs(docs, values, candidates)  # pairs are in doc order
-        if selected.size:
-            # A single-valued field has one pair per record: counting pairs counts records.
-            distinct = (lambda docs: int(np.unique(docs).size)) if columns.numeric.multi_valued else len
+        values, docs = _candidate_values(columns, candidates)
+        if values.size:
+
+            def records(inside: np.ndarray | None) -> int:
+                if docs is None:  # one value per record
+                    return int(values.size if inside is None else np.count_nonzero(inside))
+                return int(np.unique(docs if inside is None else docs[inside]).size)
+
             stats = {
-                "min": plain_number(float(selected.min())),
-                "max": plain_number(float(selected.max())),
-                "avg": float(selected.mean()),
-                "count": distinct(selected_docs),
+                "min": plain_number(float(values.min())),
+                "max": plain_number(float(values.max())),
+                "avg": float(values.mean()),
+                "count": records(None),
             }
             for entry, interval in zip(ranges, intervals):
-                entry["count"] = int(distinct(selected_docs[interval.contains(selected)]))
+                entry["count"] = records(interval.contains(values))
     return {"field": field, "stats": stats, "ranges": ranges}
 
 

@@ -6,19 +6,21 @@ A record counts once per distinct value, however often the value repeats in its 
 
 Strings and booleans are counted by one of three algorithms:
 
-- few distinct values (at most :data:`PER_VALUE_LIMIT`): one roaring
-  ``intersection_cardinality`` per value between the value's bitmap (built once per write of the
-  column and kept here) and the candidates — no numpy pass over the pairs at all;
-- many values, few candidates (under :data:`GATHER_THRESHOLD`): the (doc, value id) pairs are in
-  doc order, so each candidate's values are found by binary search and gathered, and
-  ``numpy.bincount`` counts them — cost follows the candidates;
+- few distinct values (at most :data:`PER_VALUE_LIMIT`, or :data:`PER_VALUE_LIMIT_MANY_CANDIDATES`
+  when the candidates are too many to gather): one roaring ``intersection_cardinality`` per value
+  between the value's bitmap (built once per write of the column and kept here) and the
+  candidates — no numpy pass over the pairs at all;
+- many values, few candidates (:func:`gathers`: under 1/:data:`GATHER_RATIO` of the field's
+  pairs and under :data:`GATHER_THRESHOLD`): the (doc, value id) pairs are in doc order, so each
+  candidate's values are found by binary search and gathered, and ``numpy.bincount`` counts them
+  — cost follows the candidates;
 - many values, many candidates: a dense boolean mask of the candidates selects pairs and
   ``numpy.bincount`` counts value ids — one pass over the field's pairs.
 
 Numbers are counted from the numeric pairs selected the same way (gather or mask).
 Measured on 1M places with ``python -m benchmarks.bench_facets`` (figures in docs/facets.md): per
-value intersections beat bincount by one to two orders of magnitude for countryCode (~250 values)
-at every candidate size; gathering beats the mask below about 8,000 candidates.
+value intersections beat counting pairs 4-45x for countryCode (~250 values) at 1% and 45% of
+the records; gathering beats the mask below about 1/25 of the pairs.
 
 Callers: ``engine.collection`` (textFacets), ``facets.value_search`` and ``facets.groups`` (pair
 selection, :func:`value_counts`).
@@ -35,10 +37,19 @@ from pyroaring import BitMap
 from roarsearch.index.bitmaps import array_from_bitmap
 from roarsearch.index.columns import FieldColumns, ValueColumn
 
-#: Candidate sets smaller than this gather their values by binary search instead of masking.
-GATHER_THRESHOLD = 8192
-#: Fields with at most this many distinct strings/booleans count by one bitmap intersection per value.
-PER_VALUE_LIMIT = 4096
+#: Candidate sets smaller than the field's pairs / GATHER_RATIO gather their values by binary
+#: search instead of masking (the mask costs a pass over every pair; gathering, a binary search
+#: per candidate): measured crossover 1/25 of the pairs at 1M records, 1/30 at 100k.
+GATHER_RATIO = 32
+#: ... and never when they are more than this (the mask of a small field is cheap anyway).
+GATHER_THRESHOLD = 65536
+#: Fields with at most this many distinct strings/booleans always count by one bitmap
+#: intersection per value (measured: 0.3-1.3 ms for 250-670 values at 1M records, 2-40x faster
+#: than counting pairs).
+PER_VALUE_LIMIT = 1024
+#: Up to this many values, intersections per value are still used when the candidates are too
+#: many to gather (3,839 values at 1M records: 1.5 ms against 12.7 ms for mask + bincount).
+PER_VALUE_LIMIT_MANY_CANDIDATES = 16384
 #: Value columns whose per-value bitmaps are kept (the fields being faceted on).
 CACHED_COLUMNS = 64
 
@@ -84,11 +95,16 @@ def candidate_mask(candidates: BitMap, size: int) -> np.ndarray:
     return mask
 
 
+def gathers(candidate_count: int, pair_count: int) -> bool:
+    """Whether pairs are selected by gathering the candidates' (rather than by a dense mask)."""
+    return candidate_count < GATHER_THRESHOLD and candidate_count * GATHER_RATIO < pair_count
+
+
 def select_pairs(docs: np.ndarray, values: np.ndarray, candidates: BitMap) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (``docs`` sorted ascending) whose doc is a candidate."""
     if docs.size == 0 or not candidates:
         return docs[:0], values[:0]
-    if len(candidates) < GATHER_THRESHOLD:
+    if gathers(len(candidates), docs.size):
         wanted = array_from_bitmap(candidates)
         lo = np.searchsorted(docs, wanted, side="left")
         hi = np.searchsorted(docs, wanted, side="right")
@@ -106,11 +122,12 @@ def plain_number(value: float) -> int | float:
 
 def string_counts(column: ValueColumn, candidates: BitMap) -> np.ndarray:
     """Per value id of ``column``, the number of candidates holding it."""
-    if len(column.values) <= PER_VALUE_LIMIT:
+    docs, value_ids = column.pairs()
+    if len(column.values) <= PER_VALUE_LIMIT or (
+            len(column.values) <= PER_VALUE_LIMIT_MANY_CANDIDATES and not gathers(len(candidates), docs.size)):
         intersect = BitMap.intersection_cardinality
         return np.fromiter((intersect(bitmap, candidates) for bitmap in value_bitmaps(column)),
                            dtype=np.int64, count=len(column.values))
-    docs, value_ids = column.pairs()
     _, selected = select_pairs(docs, value_ids, candidates)
     return np.bincount(selected, minlength=len(column.values))
 

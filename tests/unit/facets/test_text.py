@@ -4,8 +4,8 @@
   strings, booleans, numbers (integral floats as ints), arrays (a repeated element counts once per
   record), missing fields, values replaced or deleted (retired docs never count) and any limit;
 - the order is count descending, then numbers < booleans < strings, strings by folded text then raw;
-- the three counting algorithms (one bitmap intersection per value up to ``PER_VALUE_LIMIT``
-  values; above it, gather below ``GATHER_THRESHOLD`` candidates, mask + bincount from it) give the
+- the three counting algorithms (one bitmap intersection per value for few values; otherwise
+  gathering pairs for few candidates, mask + bincount for many) give the
   same answer: every example runs with each forced; the cached per-value bitmaps follow writes;
 - limit 0, no candidates and an unknown field give [].
 """
@@ -33,18 +33,22 @@ RECORDS = st.lists(st.fixed_dictionaries({"id": st.integers(0, 12)}, optional={"
                    min_size=1, max_size=25)
 
 
-#: (PER_VALUE_LIMIT, GATHER_THRESHOLD): intersection per value, then mask + bincount, then gather.
-ALGORITHMS = [(1 << 30, 0), (0, 0), (0, 1 << 30)]
+#: (PER_VALUE_LIMIT, PER_VALUE_LIMIT_MANY_CANDIDATES, GATHER_THRESHOLD, GATHER_RATIO):
+#: intersection per value, then mask + bincount, then gather.
+ALGORITHMS = [(1 << 30, 1 << 30, 0, 1), (0, 0, 0, 1), (0, 0, 1 << 30, 0)]
+KNOBS = ("PER_VALUE_LIMIT", "PER_VALUE_LIMIT_MANY_CANDIDATES", "GATHER_THRESHOLD", "GATHER_RATIO")
 
 
 @contextmanager
-def algorithm(per_value_limit: int, gather_threshold: int) -> Iterator[None]:
-    saved = text.PER_VALUE_LIMIT, text.GATHER_THRESHOLD
-    text.PER_VALUE_LIMIT, text.GATHER_THRESHOLD = per_value_limit, gather_threshold
+def algorithm(*settings: int) -> Iterator[None]:
+    saved = [getattr(text, knob) for knob in KNOBS]
+    for knob, value in zip(KNOBS, settings):
+        setattr(text, knob, value)
     try:
         yield
     finally:
-        text.PER_VALUE_LIMIT, text.GATHER_THRESHOLD = saved
+        for knob, value in zip(KNOBS, saved):
+            setattr(text, knob, value)
 
 
 def build(batches: list[list[dict[str, Any]]], deleted: list[int]) -> Index:
@@ -118,7 +122,7 @@ def test_empty_answers() -> None:
 
 def test_large_candidate_sets_use_both_algorithms() -> None:
     # Above and below the threshold on the same data: same counts, and retired docs never count.
-    records = [{"id": i, "tag": [f"v{i % 7}", f"w{i % 3}"], "n": i % 5} for i in range(3 * text.GATHER_THRESHOLD)]
+    records = [{"id": i, "tag": [f"v{i % 7}", f"w{i % 3}"], "n": i % 5} for i in range(30_000)]
     index = Index()
     index.add_records(records)
     index.delete_ids(list(range(0, len(records), 2)))
