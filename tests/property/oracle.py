@@ -128,7 +128,9 @@ class ReferenceModel:
                             distance = max(pb - pa, 1) if pb >= pa else pa - pb + 1
                             best = min(best, distance - 1)
                 proximity += best
-            attribute = min(fields.index(name) for word in hits for name in word) if len(fields) > 1 else 0
+            exact_fields = [fields.index(name) for word in hits for name, found in word.items() if any(t == 0 for _, t in found)]
+            any_fields = [fields.index(name) for word in hits for name in word]
+            attribute = 0 if len(fields) < 2 else (min(exact_fields) if exact_fields else len(fields) + min(any_fields))
             exact = 0
             for index, word in enumerate(words[:kept]):
                 if not any(token == word for tokens in analysed[record_id].values() for token, _ in tokens):

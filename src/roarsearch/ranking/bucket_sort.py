@@ -13,7 +13,8 @@ placed, so ranking cost follows the page, not the match count. Rule costs:
 - typo: total typos over the words (buckets from a dynamic programme over per-word bitmaps);
 - proximity: sum over consecutive word pairs of their smallest distance in one field (positions
   from ``FieldPostings.occurrences``, vectorised in numpy), capped at :data:`PROXIMITY_CAP` per pair;
-- attribute: index of the earliest searched field holding any query word;
+- attribute: index of the earliest searched field holding a query word as typed (no typo); for
+  records with no such word, the number of fields plus the earliest field with a typo'd match;
 - exactness: 0 when every word occurs as itself (not only as a typo or a longer word), else 1.
 
 ``_rank`` packs the costs into one float in (0, 1]: higher is better and equal costs give equal
@@ -104,17 +105,21 @@ class RelevanceRules:
         if len(fields) < 2 or not self.words:
             yield 0, candidates
             return
+        # A word found as typed (no typo) decides the attribute first: a typo'd look-alike in the
+        # title ("Banks" for "hanks") must not outrank the exact word in the second field.
         remaining = candidates
-        for position, field in enumerate(fields):
-            in_field = BitMap.union(*[self.matcher.docs(word, word.max_typos, field) for word in self.words])
-            bucket = remaining & in_field
-            if bucket:
-                remaining = remaining - bucket
-                yield position, bucket
-            if not remaining:
-                return
+        for offset, typos in ((0, 0), (len(fields), None)):
+            for position, field in enumerate(fields):
+                in_field = BitMap.union(*[self.matcher.docs(word, word.max_typos if typos is None else typos, field)
+                                          for word in self.words])
+                bucket = remaining & in_field
+                if bucket:
+                    remaining = remaining - bucket
+                    yield offset + position, bucket
+                if not remaining:
+                    return
         if remaining:
-            yield len(fields), remaining
+            yield 2 * len(fields), remaining
 
     def exactness_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
         if not self.words:
