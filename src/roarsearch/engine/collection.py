@@ -244,7 +244,7 @@ class Collection:
         words = plan_words(index.lexicon, request.query, request.typo_tolerance)
         candidates, _ = match_words(WordMatcher(index, fields), words, index.alive, narrow)
         return search_facet_values(index.field_columns(facet), candidates, request.facet_query or "",
-                                   request.facet_query_count)
+                                   request.facet_query_count, request.typo_tolerance)
 
     def _facets(
         self,

@@ -15,43 +15,128 @@ expansion from scanning the vocabulary:
   that count (or more than two characters longer or shorter) cannot match and are never
   compared; the rest are confirmed with rapidfuzz in one batched call. Also exact.
 
-Incremental: new terms go to small unsorted "delta" runs that are merged into the sorted main
-arrays when they grow past :data:`MERGE_THRESHOLD` (or when a lookup needs them sorted), so a
-write batch never re-sorts the whole vocabulary. Hash keys are CRC32 (stable across processes), so
-the arrays can be saved in snapshots as they are.
+Incremental: terms added since the last lookup are indexed in one vectorised pass at the next
+typo lookup and merged into the sorted key arrays. Hash keys are stable across processes, so the
+arrays are saved in snapshots as they are (``KEY_SCHEME`` marks their hashing).
 """
 
 from __future__ import annotations
 
 import bisect
-import zlib
 from typing import Any
 
 import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-#: Terms added since the last merge are kept unsorted until there are this many.
-MERGE_THRESHOLD = 32_768
 #: Terms shorter than this are left out of the trigram index (two typos need 8+ letter words,
 #: which can only match terms of 6+ letters).
 TRIGRAM_MIN_LENGTH = 6
 _PAD = "\x01"
 
 
-def _crc(text: str) -> int:
-    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+#: Polynomial hashing over code points (mod 2**64), folded to 32 bits. The same arithmetic runs
+#: vectorised over whole batches of terms (numpy, wrapping uint64) and in Python for one query
+#: word; it is stable across processes, so saved indexes stay valid.
+_BASE = 1_000_003
+_MASK = (1 << 64) - 1
+_PAD_CODE = 1
+KEY_SCHEME = 2
+
+
+_MIX = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads short strings' small values over all 64 bits
+
+
+def _fold(value: int) -> int:
+    return ((value * _MIX) & _MASK) >> 32
+
+
+def _prefix_hashes(codes: list[int]) -> list[int]:
+    hashes = [0]
+    for code in codes:
+        hashes.append((hashes[-1] * _BASE + code + 1) & _MASK)
+    return hashes
 
 
 def _deletion_keys(term: str) -> set[int]:
-    keys = {_crc(term)}
-    keys.update(_crc(term[:i] + term[i + 1:]) for i in range(len(term)))
+    """Keys of ``term`` and of every string made by deleting one of its characters."""
+    codes = [ord(ch) for ch in term]
+    prefix = _prefix_hashes(codes)
+    length = len(codes)
+    keys = {_fold(prefix[length])}
+    for i in range(length):
+        power = pow(_BASE, length - 1 - i, 1 << 64)
+        keys.add(_fold((prefix[i] * power + prefix[length] - prefix[i + 1] * power) & _MASK))
     return keys
 
 
 def _trigrams(term: str) -> set[int]:
-    padded = _PAD * 2 + term + _PAD * 2
-    return {_crc(padded[i:i + 3]) for i in range(len(padded) - 2)}
+    codes = [_PAD_CODE, _PAD_CODE] + [ord(ch) for ch in term] + [_PAD_CODE, _PAD_CODE]
+    return {_fold((((codes[i] + 1) * _BASE + codes[i + 1] + 1) * _BASE + codes[i + 2] + 1) & _MASK)
+            for i in range(len(codes) - 2)}
+
+
+def _code_matrix(terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, lengths): terms as a zero-padded uint64 matrix of code points (numpy's UTF-32)."""
+    lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
+    width = max(1, int(lengths.max()) if lengths.size else 1)
+    codes = np.array(terms, dtype=f"<U{width}").view(np.uint32).reshape(len(terms), width).astype(np.uint64)
+    return codes, lengths
+
+
+def _batch_deletion_keys(terms: list[str], first_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, term ids) of :func:`_deletion_keys` for many terms at once, vectorised."""
+    codes, lengths = _code_matrix(terms)
+    count, width = codes.shape
+    base = np.uint64(_BASE)
+    with np.errstate(over="ignore"):
+        prefix = np.zeros((count, width + 1), dtype=np.uint64)
+        for column in range(width):
+            prefix[:, column + 1] = prefix[:, column] * base + codes[:, column] + np.uint64(1)
+        powers = np.ones(width + 1, dtype=np.uint64)
+        for k in range(1, width + 1):
+            powers[k] = powers[k - 1] * base
+        rows = np.arange(count)
+        whole = prefix[rows, lengths]
+        keys = [whole]
+        ids = [rows]
+        for i in range(width):
+            valid = lengths > i
+            if not valid.any():
+                break
+            rows_i = rows[valid]
+            power = powers[lengths[valid] - 1 - i]
+            keys.append(prefix[rows_i, i] * power + whole[valid] - prefix[rows_i, i + 1] * power)
+            ids.append(rows_i)
+    return _fold_array(np.concatenate(keys)), (np.concatenate(ids) + first_id).astype(np.uint32)
+
+
+def _fold_array(values: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return ((values * np.uint64(_MIX)) >> np.uint64(32)).astype(np.uint32)
+
+
+def _batch_trigrams(terms: list[str], first_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, term ids) of :func:`_trigrams` for many terms at once, vectorised."""
+    codes, lengths = _code_matrix(terms)
+    count, width = codes.shape
+    padded = np.zeros((count, width + 4), dtype=np.uint64)
+    padded[:, :2] = _PAD_CODE
+    padded[:, 2:2 + width] = codes
+    rows = np.arange(count)
+    padded[rows, lengths + 2] = _PAD_CODE
+    padded[rows, lengths + 3] = _PAD_CODE
+    base = np.uint64(_BASE)
+    one = np.uint64(1)
+    keys, ids = [], []
+    with np.errstate(over="ignore"):
+        for j in range(width + 2):
+            valid = lengths + 2 > j
+            rows_j = rows[valid]
+            triple = padded[rows_j]
+            keys.append(((triple[:, j] + one) * base + triple[:, j + 1] + one) * base + triple[:, j + 2] + one)
+            ids.append(rows_j)
+    return _fold_array(np.concatenate(keys)), (np.concatenate(ids) + first_id).astype(np.uint32)
 
 
 class _KeyIndex:
@@ -62,19 +147,19 @@ class _KeyIndex:
     def __init__(self) -> None:
         self.keys = np.empty(0, dtype=np.uint32)
         self.ids = np.empty(0, dtype=np.uint32)
-        self._delta_keys: list[int] = []
-        self._delta_ids: list[int] = []
+        self._delta_keys: list[np.ndarray] = []
+        self._delta_ids: list[np.ndarray] = []
         self._delta_size = 0
 
-    def add(self, term_id: int, keys: set[int]) -> None:
-        self._delta_keys.extend(keys)
-        self._delta_ids.extend([term_id] * len(keys))
+    def add_arrays(self, keys: np.ndarray, ids: np.ndarray) -> None:
+        self._delta_keys.append(keys)
+        self._delta_ids.append(ids)
 
     def merge(self) -> None:
         if not self._delta_keys:
             return
-        keys = np.concatenate((self.keys, np.asarray(self._delta_keys, dtype=np.uint32)))
-        ids = np.concatenate((self.ids, np.asarray(self._delta_ids, dtype=np.uint32)))
+        keys = np.concatenate([self.keys, *self._delta_keys])
+        ids = np.concatenate([self.ids, *self._delta_ids])
         order = np.argsort(keys, kind="stable")
         self.keys, self.ids = keys[order], ids[order]
         self._delta_keys, self._delta_ids = [], []
@@ -104,7 +189,6 @@ class Lexicon:
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self._terms: list[str] = []
-        self._lengths: list[int] = []
         # Prefix search: sorted terms and their ids, for terms up to ``_sorted_upto``.
         self._sorted_terms: list[str] = []
         self._sorted_ids = np.empty(0, dtype=np.uint32)
@@ -145,15 +229,17 @@ class Lexicon:
     # ------------------------------------------------------------------ maintenance
 
     def _index_new_terms(self) -> None:
-        """Put terms added since the last lookup into the deletion and trigram indexes."""
-        terms = self._terms
-        for term_id in range(self._indexed_upto, len(terms)):
-            term = terms[term_id]
-            self._deletions.add(term_id, _deletion_keys(term))
-            if len(term) >= TRIGRAM_MIN_LENGTH:
-                self._trigrams.add(term_id, _trigrams(term))
-        self._indexed_upto = len(terms)
-        self._lengths = [len(term) for term in terms] if len(self._lengths) != len(terms) else self._lengths
+        """Put terms added since the last lookup into the deletion and trigram indexes (vectorised)."""
+        start = self._indexed_upto
+        new_terms = self._terms[start:]
+        if new_terms:
+            self._deletions.add_arrays(*_batch_deletion_keys(new_terms, start))
+            long_terms = [(term_id, term) for term_id, term in enumerate(new_terms, start) if len(term) >= TRIGRAM_MIN_LENGTH]
+            if long_terms:
+                keys, positions = _batch_trigrams([term for _, term in long_terms], 0)
+                term_ids = np.asarray([term_id for term_id, _ in long_terms], dtype=np.uint32)
+                self._trigrams.add_arrays(keys, term_ids[positions])
+        self._indexed_upto = len(self._terms)
 
     def _sorted_view(self) -> None:
         if self._sorted_upto == len(self._terms):
@@ -290,6 +376,7 @@ class Lexicon:
         self._deletions.merge()
         self._trigrams.merge()
         return {
+            "key_scheme": KEY_SCHEME,
             "terms": "\x00".join(self._terms),
             "count": len(self._terms),
             "deletion_keys": self._deletions.keys.tobytes(), "deletion_ids": self._deletions.ids.tobytes(),
@@ -302,10 +389,12 @@ class Lexicon:
         terms = state["terms"].split("\x00") if state["count"] else []
         lexicon._terms = terms
         lexicon._ids = {term: term_id for term_id, term in enumerate(terms)}
-        for index, prefix in ((lexicon._deletions, "deletion"), (lexicon._trigrams, "trigram")):
-            index.keys = np.frombuffer(state[f"{prefix}_keys"], dtype=np.uint32).copy()
-            index.ids = np.frombuffer(state[f"{prefix}_ids"], dtype=np.uint32).copy()
-        lexicon._indexed_upto = len(terms)
-        lexicon._lengths = [len(term) for term in terms]
+        if state.get("key_scheme") == KEY_SCHEME:
+            for index, prefix in ((lexicon._deletions, "deletion"), (lexicon._trigrams, "trigram")):
+                index.keys = np.frombuffer(state[f"{prefix}_keys"], dtype=np.uint32).copy()
+                index.ids = np.frombuffer(state[f"{prefix}_ids"], dtype=np.uint32).copy()
+            lexicon._indexed_upto = len(terms)
+        else:  # an older key scheme: the typo indexes are rebuilt from the terms on first use
+            lexicon._indexed_upto = 0
         return lexicon
 
