@@ -244,18 +244,18 @@ class Lexicon:
     def _sorted_view(self) -> None:
         if self._sorted_upto == len(self._terms):
             return
-        # Timsort merges the sorted run and the new terms in close to linear time.
+        # Timsort merges the sorted run and the new terms in close to linear time; sorting plain
+        # strings (not tuples) and mapping them back to ids keeps the work in C.
         new_ids = range(self._sorted_upto, len(self._terms))
-        pairs = sorted(
-            list(zip(self._sorted_terms, self._sorted_ids.tolist())) + [(self._terms[i], i) for i in new_ids]
-        )
-        self._sorted_terms = [term for term, _ in pairs]
-        self._sorted_ids = np.asarray([term_id for _, term_id in pairs], dtype=np.uint32)
-        tails = sorted(
-            list(zip(self._sorted_tails, self._tail_ids.tolist())) + [(self._terms[i][1:], i) for i in new_ids]
-        )
-        self._sorted_tails = [tail for tail, _ in tails]
-        self._tail_ids = np.asarray([term_id for _, term_id in tails], dtype=np.uint32)
+        new_terms = self._terms[self._sorted_upto:]
+        self._sorted_terms = sorted(self._sorted_terms + new_terms)
+        self._sorted_ids = np.fromiter(map(self._ids.__getitem__, self._sorted_terms), dtype=np.uint32,
+                                       count=len(self._sorted_terms))
+        tails = self._sorted_tails + [term[1:] for term in new_terms]
+        tail_ids = np.concatenate((self._tail_ids, np.asarray(new_ids, dtype=np.uint32)))
+        order = sorted(range(len(tails)), key=tails.__getitem__)
+        self._sorted_tails = [tails[i] for i in order]
+        self._tail_ids = tail_ids[np.asarray(order, dtype=np.int64)] if order else tail_ids
         self._sorted_upto = len(self._terms)
 
     # ------------------------------------------------------------------ lookups
