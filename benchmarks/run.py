@@ -51,6 +51,8 @@ from benchmarks.workloads import CLASSES, load
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 ENGINES = ("roarsearch", "sqlite-fts5", "tantivy", "whoosh")
+#: One colour per engine in every plot, whichever engines a panel shows.
+COLOURS = {engine: f"C{index}" for index, engine in enumerate(ENGINES)}
 #: Seconds per pass (warm-up, timed) of one class before its remaining entries are skipped (Whoosh
 #: needs it: some of its prefix queries take seconds each).
 CLASS_BUDGET_S = 8.0
@@ -114,6 +116,9 @@ def run_engine(engine: str, corpus_name: str, size: int, per_class: int, budget_
     adapter = adapter_for(engine)
     result: dict[str, Any] = {"engine": engine, "corpus": corpus_name, "records": size, "classes": {},
                               "rss_start_mb": round(_rss_mb(), 1)}
+    if adapter.max_records is not None and size > adapter.max_records:
+        result["unsupported"] = f"not built above {adapter.max_records:,} records (too slow to build)"
+        return result
     with tempfile.TemporaryDirectory(prefix=f"bench-{engine}-") as directory:
         started = time.perf_counter()
         try:
@@ -172,7 +177,10 @@ def run_child(engine: str, corpus: str, size: int, per_class: int, budget_s: flo
     command = [sys.executable, "-m", "benchmarks.run", "--child", engine, "--corpus", corpus,
                "--records", str(size), "--per-class", str(per_class), "--class-budget", str(budget_s)]
     try:
-        child = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s)
+        # The child imports roarsearch from this tree's src/, whatever `pip install -e` points at.
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT / "src"), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        child = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s, env=environment)
     except subprocess.TimeoutExpired:
         return {"engine": engine, "corpus": corpus, "records": size, "error": f"timed out after {timeout_s:.0f} s"}
     if child.returncode != 0:
@@ -182,9 +190,18 @@ def run_child(engine: str, corpus: str, size: int, per_class: int, budget_s: flo
     return json.loads(child.stdout.strip().splitlines()[-1])
 
 
+def source_commit() -> str:
+    """The commit of the measured tree, with "+changes" when src/ differs from it."""
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", *arguments], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "--", "src") else "")
+
+
 def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ...], budget_s: float,
             timeout_s: float) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
+    commit_at_start = source_commit()
     for corpus, size in sizes:
         started = time.perf_counter()
         path = jsonl_path(corpus, size)  # generated here once, before any child reads it
@@ -200,6 +217,7 @@ def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ..
             print(f"[{corpus} {size:,}] {engine}: {state} ({time.perf_counter() - started:.0f} s)", flush=True)
     return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "command": "python -m benchmarks.run " + " ".join(sys.argv[1:]), "per_class": per_class,
+            "source": {"at_start": commit_at_start, "at_end": source_commit()},
             "class_budget_s": budget_s, "runs": runs, "agreement": agreement(runs), "ratios": ratios(runs)}
 
 
@@ -313,7 +331,11 @@ def _cell(run: dict[str, Any], kind: str, per_class: int) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = [f"Machine: {report['machine']}. Date: {report['date']}. Command: `{report['command']}`.",
+    source = report.get("source", {})
+    lines = [f"Machine: {report['machine']}. Date: {report['date']}. Command: `{report['command']}`. "
+             f"Source: {source.get('at_start', '?')}" +
+             (f" at start, {source['at_end']} at the end (commits landed during the run)."
+              if source.get("at_end") != source.get("at_start") else "."),
              f"Latency cells: p50 / p95 / p99 in ms, warm, {report['per_class']} queries per class "
              f"(n=… when the {report['class_budget_s']:.0f} s class budget stopped earlier). "
              "Ratio: roarsearch p50 / peer p50 (below 1: roarsearch is faster).", ""]
@@ -358,7 +380,8 @@ def plots(report: dict[str, Any], stem: Path) -> list[Path]:
         width = 0.8 / max(1, len(at_largest))
         for offset, run in enumerate(at_largest):
             values = [run["classes"].get(kind, {}).get("p50_ms", float("nan")) for kind in CLASSES]
-            axis.bar([i + offset * width for i in range(len(CLASSES))], values, width, label=run["engine"])
+            axis.bar([i + offset * width for i in range(len(CLASSES))], values, width, label=run["engine"],
+                     color=COLOURS[run["engine"]])
         axis.set_xticks([i + 0.4 - width / 2 for i in range(len(CLASSES))], CLASSES, rotation=35, ha="right")
         axis.set_yscale("log")
         axis.set_ylabel("p50 latency, ms (log; missing bar = unsupported)")
@@ -379,16 +402,17 @@ def plots(report: dict[str, Any], stem: Path) -> list[Path]:
                 points = sorted((run["records"], run["classes"][kind]["p50_ms"]) for run in mine
                                 if run["engine"] == engine and "p50_ms" in run["classes"].get(kind, {}))
                 if points:
-                    axis.plot(*zip(*points), marker="o", label=engine)
+                    axis.plot(*zip(*points), marker="o", label=engine, color=COLOURS[engine])
             axis.set_xscale("log")
             axis.set_yscale("log")
             axis.set_title(kind)
             axis.set_ylabel("p50 ms")
-        axes.flat[0].legend()
+        figure.legend(handles=[plt.Line2D([], [], color=COLOURS[e], marker="o", label=e) for e in ENGINES],
+                      loc="lower center", ncol=len(ENGINES))
         for axis in axes[-1]:
             axis.set_xlabel("records (log)")
         figure.suptitle(f"{corpus}: latency versus collection size")
-        figure.tight_layout()
+        figure.tight_layout(rect=(0, 0.03, 1, 1))
         path = Path(f"{stem}-{corpus}-scaling.png")
         figure.savefig(path, dpi=100)
         plt.close(figure)
@@ -417,12 +441,19 @@ def main() -> None:
     parser.add_argument("--name", help="result file stem (default quick, full or custom)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per engine child process")
     parser.add_argument("--class-budget", type=float, help="seconds per pass of one class (default 2 quick, 8 otherwise)")
+    parser.add_argument("--replot", metavar="NAME", help="rewrite NAME.md and the plots from results/NAME.json")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
     parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_engine(args.child, args.corpus, args.records, args.per_class, args.class_budget)))
+        return
+    if args.replot:
+        stem = RESULTS / args.replot
+        report = json.loads(stem.with_suffix(".json").read_text())
+        stem.with_suffix(".md").write_text(markdown(report))
+        print("wrote", stem.with_suffix(".md"), *plots(report, stem))
         return
     sizes = _parse_sizes(args.sizes) if args.sizes else FULL_SIZES if args.full else QUICK_SIZES
     quick = not (args.full or args.sizes)

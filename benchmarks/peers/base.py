@@ -60,6 +60,8 @@ class Adapter:
     name = "engine"
     #: True when equal sort keys are ordered by id ascending (then page ids are comparable).
     ties_by_id = False
+    #: Largest collection this engine is built for (None: no cap); larger ones are "not built".
+    max_records: int | None = None
 
     def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
         """Index every record of ``batches`` into ``directory``; returns the number of records."""

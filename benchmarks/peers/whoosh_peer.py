@@ -31,6 +31,7 @@ WHOOSH_MAX_RECORDS = 100_000
 class WhooshAdapter(Adapter):
     name = "whoosh"
     ties_by_id = False
+    max_records = WHOOSH_MAX_RECORDS
 
     def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
         self.corpus = corpus
