@@ -3,7 +3,6 @@ agree on a tiny corpus, and a harness that reports disagreements. No timing asse
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from benchmarks.peers.base import range_label, typo_distance
 from benchmarks.peers.roarsearch_adapter import filter_expression
 from benchmarks.run import ENGINES, EXACT_CLASSES, adapter_for, agreement
 from benchmarks.workloads import CLASSES, load, make_workloads
+from roarsearch.analysis.analyzer import analyze
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_workloads_cover_every_class_deterministically(small_workloads: dict[str
 def test_typo_words_are_at_the_stated_distance(small_workloads: dict[str, Any], movies: list[dict[str, Any]]) -> None:
     vocabulary = {word for record in movies[:1_000] for field in MOVIES.text_fields
                   for value in ([record.get(field)] if isinstance(record.get(field), str) else record.get(field) or [])
-                  for word in json.dumps(value).lower().replace('"', " ").split()}
+                  for word in analyze(value)}
     for entry in small_workloads["classes"]["typo2_one_word"]:
         word = entry["words"][0]
         assert len(word) >= 8 and min(OSA.distance(word, real) for real in vocabulary if len(real) == len(word)) <= 2
