@@ -30,6 +30,16 @@ from roarsearch.index.bitmaps import EMPTY, GrowableArray, array_from_bitmap, bi
 MAX_VALUE_LENGTH = 256
 
 
+def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Join the (doc, value) chunks appended by writes, and keep the joined arrays as the only chunk."""
+    if not docs:
+        return np.empty(0, np.uint32), np.empty(0, dtype)
+    joined = (np.concatenate(docs), np.concatenate(values))
+    docs[:] = [joined[0]]
+    values[:] = [joined[1]]
+    return joined
+
+
 class NumericColumn:
     """Numbers of one field: (doc, value) pairs, a lazily sorted view, per-doc min and max."""
 
@@ -68,11 +78,7 @@ class NumericColumn:
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(docs, values) of every value, in insertion order."""
         if self._flat is None:
-            if not self._docs:
-                self._flat = (np.empty(0, np.uint32), np.empty(0, np.float64))
-            else:
-                self._flat = (np.concatenate(self._docs), np.concatenate(self._values))
-                self._docs, self._values = [self._flat[0]], [self._flat[1]]
+            self._flat = _concatenate_chunks(self._docs, self._values, np.float64)
         return self._flat
 
     def sorted_pairs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -215,11 +221,7 @@ class ValueColumn:
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(docs, value ids) of every distinct value of every doc."""
         if self._flat is None:
-            if not self._docs:
-                self._flat = (np.empty(0, np.uint32), np.empty(0, np.uint32))
-            else:
-                self._flat = (np.concatenate(self._docs), np.concatenate(self._vids))
-                self._docs, self._vids = [self._flat[0]], [self._flat[1]]
+            self._flat = _concatenate_chunks(self._docs, self._vids, np.uint32)
         return self._flat
 
     def _value_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
