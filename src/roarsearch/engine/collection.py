@@ -1,41 +1,39 @@
-"""One collection: its index, its lock, and the search pipeline that reads as the data flow.
+"""One collection: its index, its locks, and the search pipeline read top to bottom.
 
 Owns: concurrency (many searches at once; one write at a time; a search sees a batch wholly or
-not at all) and the order of the search stages:
+not at all) and the order of the search stages, each in its own module:
 
-    universe (alive docs) → filter → facet filters → words → match set (drop-words fallback)
-    → facets (each disjunctive in its own filter) → order (relevance bucket sort or explicit
-    sort) → groups → page → records (projected, ranked, highlighted)
+    query.context   universe → facet filters → words (typos, prefix) → match set (word dropping)
+    facets.counts   text and numeric facets, each disjunctive in its own facet filter
+    ranking.ranker  order: explicit sort or relevance bucket sort → page (or facets.groups)
+    here            records: projected, with ``_rank`` and ``_highlights``
 
-Each stage lives in its own module; this file only wires them.
+Writes go through ``storage`` (the write-ahead log) first, then ``index.writer``.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pyroaring import BitMap
-
-from roarsearch.engine.request import SearchRequest
-from roarsearch.errors import BadRequestError, StorageError
-from roarsearch.index.index import Index, index_to_state
-from roarsearch.storage.store import CollectionStore
-from roarsearch.query.match import WordMatcher, match_words
-from roarsearch.query.plan import WordPlan, plan_words, resolve_search_fields
-from roarsearch.ranking.bucket_sort import RelevanceRules, bucket_sort, pack_costs
+from roarsearch.errors import StorageError
+from roarsearch.facets.counts import numeric_facets, text_facets
+from roarsearch.facets.groups import group_results
+from roarsearch.facets.value_search import search_facet_values
+from roarsearch.index.index import Index
+from roarsearch.index.state import index_to_state
+from roarsearch.query.context import SearchContext, filter_docs, prepare_search
+from roarsearch.query.request import SearchRequest
 from roarsearch.ranking.highlight import Highlighter
-from roarsearch.ranking.sort import sort_page
+from roarsearch.ranking.ranker import Ranker
 from roarsearch.schema import project
-
+from roarsearch.storage.store import CollectionStore
 
 log = logging.getLogger("roarsearch.engine")
-
 
 class ReadWriteLock:
     """Many readers or one writer; a waiting writer blocks new readers so writes are not starved."""
@@ -102,7 +100,7 @@ class Collection:
         if operation == "delete":
             return self.index.delete_ids(payload["ids"])
         if operation == "clear":
-            return self.index.delete_docs(self.index.alive.copy())
+            return self.index.delete_docs(self.index.alive)
         raise ValueError(f"unknown batch operation {operation!r}")
 
     def write(self, payload: dict[str, Any]) -> Any:
@@ -124,11 +122,11 @@ class Collection:
                 log.warning("collection %s: snapshot failed, batches stay in the write-ahead log: %s", self.name, error.data)
         return result
 
-    def write_delete_by_filter(self, filter_text: str) -> int:
-        """Delete the records a filter selects, logged as the record ids it resolved to."""
+    def write_delete_by_filter(self, request: SearchRequest) -> int:
+        """Delete the records the request's filter selects, logged as the record ids it resolved to."""
         with self.write_mutex:
             with self.lock.reading():
-                docs = self.filter_docs(filter_text, self.index.alive)
+                docs = filter_docs(self.index, request)
                 record_ids = [self.index.docs.record_ids[doc] for doc in docs]
             found = self._write_locked({"op": "delete", "ids": record_ids})
             return sum(found)
@@ -141,184 +139,46 @@ class Collection:
 
     # ------------------------------------------------------------------ search (caller holds lock.reading)
 
-    def filter_docs(self, filter_text: str, universe: BitMap) -> BitMap:
-        """Docs of ``universe`` selected by a filter expression (all of them for an empty one)."""
-        return self._apply_filter(self._parse_filter(filter_text), universe)
-
-    def _parse_filter(self, filter_text: str) -> Any:
-        if not filter_text.strip():
-            return None
-        parse_filter = _stage("roarsearch.query.filter_parser", "parse_filter", "filter")
-        return parse_filter(filter_text)
-
-    def _apply_filter(self, node: Any, universe: BitMap) -> BitMap:
-        if node is None:
-            return universe
-        evaluate_filter = _stage("roarsearch.query.execute", "evaluate_filter", "filter")
-        return evaluate_filter(node, self.index, universe)
-
     def search(self, request: SearchRequest, body: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
-        index = self.index
-        # 1. The filter expression (parsed once; evaluated where it is needed).
-        filter_node = self._parse_filter(request.filter)
-        # 2. Facet filters, one bitmap per field so that each facet can leave its own out.
-        facet_filters = _facet_filter_docs(index, request)
-
-        def narrow(docs: BitMap) -> BitMap:
-            for selected in facet_filters.values():
-                docs = docs & selected
-            return self._apply_filter(filter_node, docs)
-
-        # 3. Words → match set within the filters (dropping words from the end while nothing matches).
-        fields = resolve_search_fields(request.search_fields, index.text_fields())
-        words = plan_words(index.lexicon, request.query, request.typo_tolerance)
-        matcher = WordMatcher(index, fields)
-        candidates, kept_words = match_words(matcher, words, index.alive, narrow)
-        relevance = RelevanceRules(matcher, kept_words)
-        universe_cache: list[BitMap] = []
-
-        def universe() -> BitMap:
-            """The words' docs passing the filter expression, before any facet filter."""
-            if not universe_cache:
-                word_docs, _ = match_words(matcher, kept_words, index.alive)
-                universe_cache.append(self._apply_filter(filter_node, word_docs))
-            return universe_cache[0]
-
-        # 4. Facets over the match set, each disjunctive in its own filter.
-        text_facets, numeric_facets = self._facets(request, universe, facet_filters, candidates)
-        # 5. Order, page, groups.
-        ranked = bool(kept_words)
-
-        def rank_page(docs: BitMap, skip: int, count: int) -> list[tuple[int, float]]:
-            if request.sort:
-                page = sort_page(index, docs, request.sort, relevance if ranked else None, skip, count)
-                return [(doc, 1.0 - cost / float(1 << 32)) for doc, cost in page]
-            return [(doc, pack_costs(*costs) if ranked else 1.0)
-                    for doc, costs in bucket_sort(docs, relevance.rules(), index.docs, skip, count)]
-
-        highlighter = Highlighter(index.lexicon, kept_words) if request.highlight_fields else None
+        context = prepare_search(self.index, request)
+        ranker = Ranker(context)
+        highlighter = Highlighter(self.index.lexicon, context.words) if request.highlight_fields else None
         if request.group_by is not None:
-            group_results = _stage("roarsearch.facets.groups", "group_results", "groupBy")
-            group_count = request.count if request.group_count == -1 else request.group_count
-            ranks: dict[int, float] = {}
-
-            def rank_docs(docs: BitMap, skip: int, count: int) -> list[int]:
-                page = rank_page(docs, skip, count)
-                ranks.update(page)
-                return [doc for doc, _ in page]
-
-            groups = group_results(index.field_columns(request.group_by), candidates, rank_docs,
-                                   request.skip, group_count, request.group_limit)
-            results: list[dict[str, Any]] = [
-                {"value": value, "totalHits": total,
-                 "results": [self._result(doc, ranks[doc], request, highlighter) for doc in docs]}
-                for value, total, docs in groups
-            ]
+            results = self._groups(context, ranker, highlighter)
         else:
             results = [self._result(doc, rank, request, highlighter)
-                       for doc, rank in rank_page(candidates, request.skip, request.count)]
+                       for doc, rank in ranker.page(context.candidates, request.skip, request.count)]
         return {
             "query": body,
             "results": results,
-            "textFacets": text_facets,
-            "numericFacets": numeric_facets,
-            "totalHits": len(candidates),
+            "textFacets": text_facets(context),
+            "numericFacets": numeric_facets(context),
+            "totalHits": len(context.candidates),
             "responseTime": int(round((time.perf_counter() - started) * 1000)),
         }
 
     def facet_values(self, request: SearchRequest, facet: str) -> list[dict[str, Any]]:
-        """Values of ``facet`` matching the request's facet query, counted over what it selects."""
-        search_facet_values = _stage("roarsearch.facets.value_search", "search_facet_values", "textFacetQuery")
-        index = self.index
-        filter_node = self._parse_filter(request.filter)
-        facet_filters = _facet_filter_docs(index, request)
+        """Values of ``facet`` matching the request's facet query, counted over what it selects
+        (disjunctive, like facet counts: the facet's own facet filter is left out)."""
+        context = prepare_search(self.index, request)
+        return search_facet_values(self.index.field_columns(facet), context.without_facet_filter(facet),
+                                   request.facet_query or "", request.facet_query_count, request.typo_tolerance)
 
-        def narrow(docs: BitMap) -> BitMap:
-            for field, selected in facet_filters.items():
-                if field != facet:  # disjunctive, as for facet counts
-                    docs = docs & selected
-            return self._apply_filter(filter_node, docs)
+    def _groups(self, context: SearchContext, ranker: Ranker, highlighter: Highlighter | None) -> list[dict[str, Any]]:
+        request = context.request
+        assert request.group_by is not None
+        group_count = request.count if request.group_count == -1 else request.group_count
+        groups = group_results(self.index.field_columns(request.group_by), context.candidates, ranker.docs,
+                               request.skip, group_count, request.group_limit)
+        return [{"value": value, "totalHits": total,
+                 "results": [self._result(doc, ranker.ranks[doc], request, highlighter) for doc in docs]}
+                for value, total, docs in groups]
 
-        fields = resolve_search_fields(request.search_fields, index.text_fields())
-        words = plan_words(index.lexicon, request.query, request.typo_tolerance)
-        candidates, _ = match_words(WordMatcher(index, fields), words, index.alive, narrow)
-        return search_facet_values(index.field_columns(facet), candidates, request.facet_query or "",
-                                   request.facet_query_count, request.typo_tolerance)
-
-    def _facets(
-        self,
-        request: SearchRequest,
-        universe: Callable[[], BitMap],
-        facet_filters: dict[str, BitMap],
-        candidates: BitMap,
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        if not request.text_facets and not request.numeric_facets:
-            return [], []
-
-        def disjunctive(field: str) -> BitMap:
-            """The match set with every facet filter but ``field``'s own."""
-            if field not in facet_filters:
-                return candidates
-            docs = universe()
-            for other, other_docs in facet_filters.items():
-                if other != field:
-                    docs = docs & other_docs
-            return docs
-
-        index = self.index
-        if request.text_facets:
-            count_text_facet = _stage("roarsearch.facets.text", "count_text_facet", "textFacets")
-        if request.numeric_facets:
-            numeric_facet = _stage("roarsearch.facets.numeric", "numeric_facet", "numericFacets")
-            parse_interval = _stage("roarsearch.facets.numeric", "parse_interval", "numericFacets")
-        text_facets = [
-            {"field": field, "values": count_text_facet(index.field_columns(field), disjunctive(field), request.facet_count)}
-            for field in request.text_facets
-        ]
-        numeric_facets = []
-        for field, intervals in request.numeric_facets.items():
-            parsed = [parse_interval(text, f"numericFacets.{field}[{position}]") for position, text in enumerate(intervals)]
-            numeric_facets.append(numeric_facet(field, index.field_columns(field), disjunctive(field), parsed))
-        return text_facets, numeric_facets
-
-    def _result(self, doc: int, rank: float, request: SearchRequest, highlighter: "Highlighter | None") -> dict[str, Any]:
+    def _result(self, doc: int, rank: float, request: SearchRequest, highlighter: Highlighter | None) -> dict[str, Any]:
         record = self.index.docs.record(doc)
-        if "*" not in request.fields:
-            shown = project(record, list(request.fields))
-        else:
-            shown = record
+        shown = record if "*" in request.fields else project(record, list(request.fields))
         shown["_rank"] = rank
         if highlighter is not None:
             shown["_highlights"] = highlighter.highlights(record, request.highlight_fields)
         return shown
-
-
-def _stage(module: str, name: str, request_field: str) -> Any:
-    """A pipeline stage from its module, or a 400 saying the request field is not served yet.
-
-    Stages are imported where they are used so that a build lacking one answers requests that do
-    not need it, and refuses the others clearly rather than with an internal error.
-    """
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise BadRequestError(f"{request_field}: is not implemented in this build", field=request_field) from exc
-
-
-def _facet_filter_docs(index: Index, request: SearchRequest) -> dict[str, BitMap]:
-    """Per field, the docs its textFacetFilters and numericFacetFilters entries select (ANDed)."""
-    if not request.text_facet_filters and not request.numeric_facet_filters:
-        return {}
-    text_facet_filter_docs = _stage("roarsearch.facets.filters", "text_facet_filter_docs", "textFacetFilters")
-    numeric_facet_filter_docs = _stage("roarsearch.facets.filters", "numeric_facet_filter_docs", "numericFacetFilters")
-
-    selected: dict[str, BitMap] = {}
-    for field, values in request.text_facet_filters.items():
-        if values:
-            selected[field] = text_facet_filter_docs(index, field, values)
-    for field, intervals in request.numeric_facet_filters.items():
-        if intervals:
-            docs = numeric_facet_filter_docs(index, field, intervals, f"numericFacetFilters.{field}")
-            selected[field] = selected[field] & docs if field in selected else docs
-    return selected

@@ -13,12 +13,15 @@ from types import TracebackType
 from typing import Any
 
 from roarsearch.engine.collection import Collection
-from roarsearch.index.index import index_from_state
-from roarsearch.storage.fs import FileSystem
-from roarsearch.storage.store import DataDirectory
 from roarsearch.engine.request import check_collection_id, parse_search_request
 from roarsearch.errors import BadRequestError, NotFoundError
+from roarsearch.index.integrity import compare_indexes, rebuild_index
+from roarsearch.index.state import index_from_state
+from roarsearch.query.filter_parser import parse_filter
+from roarsearch.query.request import SearchRequest
 from roarsearch.schema import check_record_id, validate_records
+from roarsearch.storage.fs import FileSystem
+from roarsearch.storage.store import DataDirectory
 
 
 class Engine:
@@ -154,6 +157,7 @@ class Engine:
             raise BadRequestError("filter: must be a string", field="filter")
         if filter is not None and not filter.strip():
             raise BadRequestError("filter: must not be empty (use clear=true to delete everything)", field="filter")
+        selection = None if filter is None else SearchRequest(collection, filter=filter, filter_tree=parse_filter(filter))
         target = self._collection(collection)
         if ids is not None:
             found = target.write({"op": "delete", "ids": checked})
@@ -161,7 +165,8 @@ class Engine:
         if clear:
             deleted = target.write({"op": "clear"})
         else:
-            deleted = target.write_delete_by_filter(filter or "")
+            assert selection is not None
+            deleted = target.write_delete_by_filter(selection)
         return [{"status": 200, "deleted": deleted}]
 
     # ------------------------------------------------------------------ search
@@ -196,8 +201,6 @@ class Engine:
         Returns ``{"ok": bool, "collections": {name: {"records": n, "problems": [...]}}, "problems": [...]}``;
         every difference is listed (capped at 100 per collection).
         """
-        from roarsearch.index.index import compare_indexes, rebuild_index
-
         report: dict[str, Any] = {"ok": True, "collections": {}, "problems": []}
         for name in self.collections():
             collection = self._collection(name)

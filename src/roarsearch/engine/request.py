@@ -1,19 +1,23 @@
-"""The search request: validation of the wire dict and its typed, defaulted form.
+"""The search request at the engine boundary: the wire dict validated into a typed request.
 
 Owns: every field of contract §3 — its type, range, default and error message — and nothing
 else. The library and the HTTP service both call :func:`parse_search_request`, so their errors are
-identical. ``null`` for a field means its default (clients often send every field).
+identical. ``null`` for a field means its default (clients often send every field). Everything
+that can be parsed without the index is parsed here, once: the filter expression into a tree,
+facet intervals into :class:`Interval` objects (types in :mod:`roarsearch.query.request`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from rapidfuzz import process
 
 from roarsearch.errors import BadRequestError
+from roarsearch.query.filter_parser import parse_filter
+from roarsearch.query.intervals import Interval, parse_interval
+from roarsearch.query.request import SearchRequest, SortKey
 from roarsearch.schema import type_name
 
 COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -46,40 +50,6 @@ DEFAULTS: dict[str, Any] = {
     "textFacetQuery": None,
     "geo": None,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class SortKey:
-    """One sort key: a field path (or ``_rank``) and a direction."""
-
-    field: str
-    descending: bool
-
-
-@dataclass(frozen=True, slots=True)
-class SearchRequest:
-    """A validated search request with every default applied."""
-
-    collection: str
-    query: str = ""
-    search_fields: tuple[str, ...] = ("*",)
-    fields: tuple[str, ...] = ("*",)
-    filter: str = ""
-    sort: tuple[SortKey, ...] = ()
-    skip: int = 0
-    count: int = 30
-    typo_tolerance: int = 1
-    text_facets: tuple[str, ...] = ()
-    facet_count: int = 100
-    text_facet_filters: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    numeric_facets: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    numeric_facet_filters: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    group_by: str | None = None
-    group_count: int = -1
-    group_limit: int = 3
-    highlight_fields: tuple[str, ...] = ()
-    facet_query: str | None = None
-    facet_query_count: int = 100
 
 
 def check_collection_id(value: Any, where: str = "collection") -> str:
@@ -164,8 +134,8 @@ def _facet_filters(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     return result
 
 
-def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[str, ...]]:
-    result: dict[str, tuple[str, ...]] = {}
+def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[Interval, ...]]:
+    result: dict[str, tuple[Interval, ...]] = {}
     for facet, intervals in _object(body, name).items():
         if not isinstance(intervals, list):
             raise BadRequestError(f"{name}.{facet}: must be an array of interval strings like \"[0,100)\"", field=name)
@@ -175,7 +145,8 @@ def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[str, ...
                     f"{name}.{facet}[{position}]: must be an interval string like \"[0,100)\", got {type_name(interval)}",
                     field=name,
                 )
-        result[facet] = tuple(intervals)
+        result[facet] = tuple(parse_interval(text, f"{name}.{facet}[{position}]")
+                              for position, text in enumerate(intervals))
     return result
 
 
@@ -225,12 +196,14 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
     group_by = merged["groupBy"]
     if group_by is not None and (not isinstance(group_by, str)):
         raise BadRequestError(f"groupBy: must be a field name string, got {type_name(group_by)}", field="groupBy")
+    filter_text = _string(merged, "filter", limit=1 << 20)  # the filter parser applies its own 16 KiB limit
     return SearchRequest(
         collection=collection,
         query=_string(merged, "query"),
         search_fields=_string_list(merged, "searchFields") or ("*",),
         fields=_string_list(merged, "fields") or ("*",),
-        filter=_string(merged, "filter", limit=1 << 20),  # the filter parser applies its own 16 KiB limit
+        filter=filter_text,
+        filter_tree=parse_filter(filter_text) if filter_text.strip() else None,
         sort=_sort_keys(merged),
         skip=_integer(merged, "skip", 0, None),
         count=_integer(merged, "count", 0, MAX_COUNT),

@@ -63,7 +63,7 @@ def _all_keys(columns: FieldColumns, candidates: BitMap) -> set[GroupKey]:
     """Every group the candidates form (counted as a text facet is: see ``facets.text``)."""
     found: set[GroupKey] = set()
     if columns.values is not None:
-        found.update(("v", value_id) for value_id in np.flatnonzero(string_counts(columns.values, candidates)).tolist())
+        found.update(("v", value_id) for value_id in np.flatnonzero(string_counts(columns, candidates)).tolist())
     if columns.numeric is not None:
         docs, numbers = columns.numeric.pairs()
         _, selected = select_pairs(docs, numbers, candidates)
@@ -76,7 +76,7 @@ def _members(columns: FieldColumns, key: GroupKey, candidates: BitMap) -> BitMap
     if kind == "v":
         assert columns.values is not None
         if len(columns.values.values) <= PER_VALUE_LIMIT_MANY_CANDIDATES:
-            return value_bitmaps(columns.values)[value] & candidates  # cached per write
+            return value_bitmaps(columns)[value] & candidates  # cached until the column changes
         return columns.values.value_docs(value) & candidates
     assert columns.numeric is not None
     return columns.numeric.range(value, True, value, True) & candidates

@@ -22,20 +22,20 @@ Measured on 1M places with ``python -m benchmarks.bench_facets`` (figures in doc
 value intersections beat counting pairs 4-45x for countryCode (~250 values) at 1% and 45% of
 the records; gathering beats the mask below about 1/25 of the pairs.
 
-Callers: ``engine.collection`` (textFacets), ``facets.value_search`` and ``facets.groups`` (pair
-selection, :func:`value_counts`).
+Callers: ``facets.counts`` (textFacets), ``facets.value_search`` and ``facets.groups`` (pair
+selection, :func:`string_counts`). Per-value bitmaps live in the index's cache; the dense masks
+of one request's candidate sets in that request's :class:`DocMasks`.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 from pyroaring import BitMap
 
-from roarsearch.index.bitmaps import array_from_bitmap
-from roarsearch.index.columns import FieldColumns, ValueColumn
+from roarsearch.index.bitmaps import DocMasks, array_from_bitmap
+from roarsearch.index.columns import FieldColumns
 
 #: Candidate sets smaller than the field's pairs / GATHER_RATIO gather their values by binary
 #: search instead of masking (the mask costs a pass over every pair; gathering, a binary search
@@ -43,6 +43,8 @@ from roarsearch.index.columns import FieldColumns, ValueColumn
 GATHER_RATIO = 32
 #: ... and never when they are more than this (the mask of a small field is cheap anyway).
 GATHER_THRESHOLD = 65536
+#: Fields whose per-value bitmaps are kept (the fields being faceted on).
+CACHED_COLUMNS = 64
 #: Fields with at most this many distinct strings/booleans always count by one bitmap
 #: intersection per value (measured: 0.3-1.3 ms for 250-670 values at 1M records, 2-40x faster
 #: than counting pairs).
@@ -50,49 +52,15 @@ PER_VALUE_LIMIT = 1024
 #: Up to this many values, intersections per value are still used when the candidates are too
 #: many to gather (3,839 values at 1M records: 1.5 ms against 12.7 ms for mask + bincount).
 PER_VALUE_LIMIT_MANY_CANDIDATES = 16384
-#: Value columns whose per-value bitmaps are kept (the fields being faceted on).
-CACHED_COLUMNS = 64
-
-_value_bitmaps_cache: OrderedDict[int, tuple[ValueColumn, np.ndarray, list[BitMap]]] = OrderedDict()
-
-
-def value_bitmaps(column: ValueColumn) -> list[BitMap]:
-    """One bitmap of docs per value id (retired docs included), rebuilt after the column changes.
-
-    The column's flattened pairs array is replaced on every write, so its identity tells whether
-    the cached bitmaps are current (the entry holds the array, so the identity cannot be reused).
-    """
-    docs, _ = column.pairs()
-    key = id(column)
-    cached = _value_bitmaps_cache.get(key)
-    if cached is not None and cached[0] is column and cached[1] is docs:
-        _value_bitmaps_cache.move_to_end(key)
-        return cached[2]
-    bitmaps = [column.value_docs(value_id) for value_id in range(len(column.values))]
-    _value_bitmaps_cache[key] = (column, docs, bitmaps)
-    _value_bitmaps_cache.move_to_end(key)
-    while len(_value_bitmaps_cache) > CACHED_COLUMNS:
-        _value_bitmaps_cache.popitem(last=False)
+def value_bitmaps(columns: FieldColumns) -> list[BitMap]:
+    """One bitmap of docs per value id of the field (retired docs included), kept in the index's
+    cache until the column next changes (its ``version`` is the stamp: deletes do not change it)."""
+    column = columns.values
+    assert column is not None
+    bitmaps: list[BitMap] = columns.cache.get_or_build(
+        "value_bitmaps", columns.path, (id(column), column.version),
+        lambda: [column.value_docs(value_id) for value_id in range(len(column.values))], CACHED_COLUMNS)
     return bitmaps
-
-
-_last_mask: list[Any] = [None, None]  # (candidates object, mask): one request's facets share it
-
-
-def candidate_mask(candidates: BitMap, size: int) -> np.ndarray:
-    """Dense boolean mask over doc ids ``0..size-1`` with the candidates set.
-
-    The facets of one request count over the same candidate bitmap: the mask of the last bitmap
-    is kept (compared by identity, and grown when a larger size is asked) so it is built once.
-    """
-    cached, mask = _last_mask
-    if cached is candidates and mask is not None and mask.size >= size:
-        return mask
-    docs = array_from_bitmap(candidates)
-    mask = np.zeros(max(size, int(docs[-1]) + 1 if docs.size else 0), dtype=bool)
-    mask[docs] = True
-    _last_mask[0], _last_mask[1] = candidates, mask
-    return mask
 
 
 def gathers(candidate_count: int, pair_count: int) -> bool:
@@ -100,8 +68,9 @@ def gathers(candidate_count: int, pair_count: int) -> bool:
     return candidate_count < GATHER_THRESHOLD and candidate_count * GATHER_RATIO < pair_count
 
 
-def select_pairs(docs: np.ndarray, values: np.ndarray, candidates: BitMap) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs (``docs`` sorted ascending) whose doc is a candidate."""
+def select_pairs(docs: np.ndarray, values: np.ndarray, candidates: BitMap,
+                 masks: DocMasks | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (``docs`` sorted ascending) whose doc is a candidate (``masks``: the request's)."""
     if docs.size == 0 or not candidates:
         return docs[:0], values[:0]
     if gathers(len(candidates), docs.size):
@@ -111,7 +80,8 @@ def select_pairs(docs: np.ndarray, values: np.ndarray, candidates: BitMap) -> tu
         lengths = hi - lo
         index = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
         return docs[index], values[index]
-    keep = candidate_mask(candidates, int(docs[-1]) + 1)[docs]  # the mask covers every doc of ``docs``
+    masks = masks if masks is not None else DocMasks()
+    keep = masks.mask(candidates, int(docs[-1]) + 1)[docs]  # the mask covers every doc of ``docs``
     return docs[keep], values[keep]
 
 
@@ -120,21 +90,26 @@ def plain_number(value: float) -> int | float:
     return int(value) if float(value).is_integer() and abs(value) < 2**53 else float(value)
 
 
-def string_counts(column: ValueColumn, candidates: BitMap) -> np.ndarray:
-    """Per value id of ``column``, the number of candidates holding it."""
+def string_counts(columns: FieldColumns, candidates: BitMap, masks: DocMasks | None = None) -> np.ndarray:
+    """Per value id of the field's value column, the number of candidates holding it."""
+    column = columns.values
+    assert column is not None
     docs, value_ids = column.pairs()
     if len(column.values) <= PER_VALUE_LIMIT or (
             len(column.values) <= PER_VALUE_LIMIT_MANY_CANDIDATES and not gathers(len(candidates), docs.size)):
         intersect = BitMap.intersection_cardinality
-        return np.fromiter((intersect(bitmap, candidates) for bitmap in value_bitmaps(column)),
+        return np.fromiter((intersect(bitmap, candidates) for bitmap in value_bitmaps(columns)),
                            dtype=np.int64, count=len(column.values))
-    _, selected = select_pairs(docs, value_ids, candidates)
+    _, selected = select_pairs(docs, value_ids, candidates, masks)
     return np.bincount(selected, minlength=len(column.values))
 
 
-def _string_entries(column: ValueColumn, candidates: BitMap, limit: int) -> list[tuple[int, int, int, Any, int]]:
+def _string_entries(columns: FieldColumns, candidates: BitMap, limit: int,
+                    masks: DocMasks | None) -> list[tuple[int, int, int, Any, int]]:
     """The best ``limit`` (-count, kind, order within kind, value, count) of the strings/booleans."""
-    counts = string_counts(column, candidates)
+    column = columns.values
+    assert column is not None
+    counts = string_counts(columns, candidates, masks)
     chosen = np.flatnonzero(counts)
     if not chosen.size:
         return []
@@ -158,12 +133,13 @@ def _string_entries(column: ValueColumn, candidates: BitMap, limit: int) -> list
              column.values[value_id], int(counts[value_id])) for value_id in best.tolist()]
 
 
-def _number_entries(columns: FieldColumns, candidates: BitMap, limit: int) -> list[tuple[int, int, float, Any, int]]:
+def _number_entries(columns: FieldColumns, candidates: BitMap, limit: int,
+                    masks: DocMasks | None) -> list[tuple[int, int, float, Any, int]]:
     """The best ``limit`` (-count, 0, number, JSON number, count) of the field's numbers."""
     if columns.numeric is None:
         return []
     docs, numbers = columns.numeric.pairs()
-    selected_docs, selected = select_pairs(docs, numbers, candidates)  # pairs are in doc order
+    selected_docs, selected = select_pairs(docs, numbers, candidates, masks)  # pairs are in doc order
     if not selected.size:
         return []
     if columns.numeric.multi_valued:
@@ -175,13 +151,14 @@ def _number_entries(columns: FieldColumns, candidates: BitMap, limit: int) -> li
             for number, count in zip(distinct[order].tolist(), counts[order].tolist())]
 
 
-def count_text_facet(columns: FieldColumns | None, candidates: BitMap, limit: int) -> list[dict[str, Any]]:
+def count_text_facet(columns: FieldColumns | None, candidates: BitMap, limit: int,
+                     masks: DocMasks | None = None) -> list[dict[str, Any]]:
     """``[{"value": v, "count": n}, ...]``: the ``limit`` most frequent values among the candidates."""
     if limit <= 0 or columns is None or not candidates:
         return []
     entries: list[tuple[Any, ...]] = []
     if columns.values is not None:
-        entries.extend(_string_entries(columns.values, candidates, limit))
-    entries.extend(_number_entries(columns, candidates, limit))
+        entries.extend(_string_entries(columns, candidates, limit, masks))
+    entries.extend(_number_entries(columns, candidates, limit, masks))
     entries.sort(key=lambda entry: entry[:3])
     return [{"value": value, "count": count} for *_, value, count in entries[:limit]]

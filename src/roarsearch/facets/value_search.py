@@ -32,13 +32,12 @@ Counting is :func:`roarsearch.facets.text.select_pairs` + ``numpy.bincount``; th
 ``numpy.lexsort`` over the matching values. Measured at 300,000 distinct values (400,000 records):
 see ``docs/facets.md``.
 
-Called by ``engine.collection.Collection.facet_values``.
+Called by ``engine.collection.Collection.facet_values``; the structures live in the index's cache.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -149,33 +148,26 @@ def _join_lines(tokens: list[str], value_index: np.ndarray, size: int) -> list[s
     return [" ".join(tokens[bounds[position]:bounds[position + 1]]) for position in range(size)]
 
 
-_cache: OrderedDict[int, tuple[ValueColumn, _ValueText]] = OrderedDict()
+def _value_text(columns: FieldColumns) -> _ValueText:
+    """The field's search structures, kept in the index's cache until the column gains values
+    (values are append-only and deletes do not change them: the number of values is the stamp)."""
+    column = columns.values
+    assert column is not None
+    text: _ValueText = columns.cache.get_or_build("value_text", columns.path, (id(column), len(column.values)),
+                                                  lambda: _ValueText(column), CACHED_COLUMNS)
+    return text
 
 
-def _value_text(column: ValueColumn) -> _ValueText:
-    """The column's search structures, rebuilt when it has gained values since they were built."""
-    key = id(column)
-    cached = _cache.get(key)
-    # The entry holds the column itself, so its id cannot be reused while it is cached.
-    if cached is not None and cached[0] is column and cached[1].size == len(column.values):
-        _cache.move_to_end(key)
-        return cached[1]
-    built = _ValueText(column)
-    _cache[key] = (column, built)
-    _cache.move_to_end(key)
-    while len(_cache) > CACHED_COLUMNS:
-        _cache.popitem(last=False)
-    return built
-
-
-def _string_matches(column: ValueColumn, candidates: BitMap, query: str, budget: int, count: int) -> list[tuple[Any, ...]]:
+def _string_matches(columns: FieldColumns, candidates: BitMap, query: str, budget: int, count: int) -> list[tuple[Any, ...]]:
     """The best ``count`` (rank, -count, kind, order within kind, value, count) of the column's values."""
+    column = columns.values
+    assert column is not None
     docs, value_ids = column.pairs()
     _, selected = select_pairs(docs, value_ids, candidates)
     if not selected.size:
         return []
     hits = np.bincount(selected, minlength=len(column.values))
-    text = _value_text(column)
+    text = _value_text(columns)
     rank = text.ranks(query, budget)
     chosen = np.flatnonzero((hits > 0) & (rank < NO_MATCH))
     if not chosen.size:
@@ -231,7 +223,7 @@ def search_facet_values(columns: FieldColumns | None, candidates: BitMap, query:
     budget = allowed_typos(wanted, typo_tolerance) if wanted and " " not in wanted else 0
     found: list[tuple[Any, ...]] = []
     if columns.values is not None:
-        found.extend(_string_matches(columns.values, candidates, wanted, budget, count))
+        found.extend(_string_matches(columns, candidates, wanted, budget, count))
     found.extend(_number_matches(columns, candidates, wanted, count))
     found.sort(key=lambda item: item[:4])
     return [{"value": value, "count": hits} for *_, value, hits in found[:count]]

@@ -10,9 +10,11 @@ from __future__ import annotations
 import array
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import BitMap, FrozenBitMap
 
-EMPTY = BitMap()
+#: The empty set, frozen: a caller that tried to grow it in place would fail loudly instead of
+#: silently changing every later answer that returns it.
+EMPTY = FrozenBitMap()
 
 
 def bitmap_from_array(doc_ids: np.ndarray) -> BitMap:
@@ -55,3 +57,29 @@ class GrowableArray:
             grown = np.full(capacity, self.fill, dtype=self.data.dtype)
             grown[: self.data.size] = self.data
             self.data = grown
+
+
+class DocMasks:
+    """Dense boolean masks of candidate bitmaps, built once per bitmap within one request.
+
+    The facets of one request count over the same few candidate sets; each set's mask (a pass
+    over its docs) is built on first use and kept for the request. Owned by the request's
+    context, never shared between requests: it holds the bitmaps it keys, so identities stay
+    valid, and they are frozen or private to the request, so they cannot change underneath.
+    """
+
+    __slots__ = ("_masks",)
+
+    def __init__(self) -> None:
+        self._masks: dict[int, tuple[BitMap, np.ndarray]] = {}
+
+    def mask(self, docs: BitMap, size: int) -> np.ndarray:
+        """A mask over doc ids ``0..size-1`` (or larger) with ``docs`` set."""
+        found = self._masks.get(id(docs))
+        if found is not None and found[0] is docs and found[1].size >= size:
+            return found[1]
+        ids = array_from_bitmap(docs)
+        mask = np.zeros(max(size, int(ids[-1]) + 1 if ids.size else 0), dtype=bool)
+        mask[ids] = True
+        self._masks[id(docs)] = (docs, mask)
+        return mask

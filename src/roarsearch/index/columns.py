@@ -13,10 +13,17 @@ Owns, per field path:
 - ``exists``: docs having any non-null value in the field.
 
 Everything is append-only; readers intersect with the alive docs. Text analysis is not done here.
+
+Concurrency: writes happen under the collection's write lock, with no reader running, but the
+derived views (joined pairs, value-sorted views, folded forms) are built lazily by readers, several
+of which may run at once. Each column builds its views under its own lock, so a reader never sees
+the chunks of one array joined and the other not. ``version`` counts the writes to a column: a
+structure derived from it elsewhere (per-value bitmaps in the index cache) is stamped with it.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -24,6 +31,7 @@ from pyroaring import BitMap
 
 from roarsearch.analysis.normalize import fold_many
 from roarsearch.index.bitmaps import EMPTY, GrowableArray, array_from_bitmap, bitmap_from_array, union_all
+from roarsearch.index.cache import IndexCache
 
 #: Longer strings are searchable text but not exact values (no facet value, no equality filter):
 #: a facet of paragraphs helps no one and would double the memory of long text fields.
@@ -43,9 +51,12 @@ def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype:
 class NumericColumn:
     """Numbers of one field: (doc, value) pairs, a lazily sorted view, per-doc min and max."""
 
-    __slots__ = ("_docs", "_values", "_flat", "_sorted", "minimum", "maximum", "docs", "multi_valued")
+    __slots__ = ("_docs", "_values", "_flat", "_sorted", "minimum", "maximum", "docs", "multi_valued", "version",
+                 "_lock")
 
     def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.version = 0
         self._docs: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
         self._flat: tuple[np.ndarray, np.ndarray] | None = None
@@ -67,6 +78,7 @@ class NumericColumn:
         self._values.append(values)
         self._flat = None
         self._sorted = None
+        self.version += 1
         top = int(docs.max()) + 1
         self.minimum.ensure(top)
         self.maximum.ensure(top)
@@ -77,17 +89,25 @@ class NumericColumn:
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(docs, values) of every value, in insertion order."""
-        if self._flat is None:
-            self._flat = _concatenate_chunks(self._docs, self._values, np.float64)
-        return self._flat
+        flat = self._flat
+        if flat is None:
+            with self._lock:
+                if self._flat is None:
+                    self._flat = _concatenate_chunks(self._docs, self._values, np.float64)
+                flat = self._flat
+        return flat
 
     def sorted_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(values, docs) ordered by value: ranges become two binary searches and a slice."""
-        if self._sorted is None:
-            docs, values = self.pairs()
-            order = np.argsort(values, kind="stable")
-            self._sorted = (values[order], docs[order])
-        return self._sorted
+        found = self._sorted
+        if found is None:
+            with self._lock:
+                if self._sorted is None:
+                    docs, values = self.pairs()
+                    order = np.argsort(values, kind="stable")
+                    self._sorted = (values[order], docs[order])
+                found = self._sorted
+        return found
 
     def range(self, low: float | None, low_inclusive: bool, high: float | None, high_inclusive: bool,
               within: BitMap | None = None) -> BitMap:
@@ -145,9 +165,11 @@ class ValueColumn:
     """
 
     __slots__ = ("ids", "values", "_folded", "_by_folded", "_docs", "_vids", "_flat", "_by_value",
-                 "first", "docs", "_fold_rank", "_sort_ranks")
+                 "first", "docs", "_fold_rank", "_sort_ranks", "version", "_lock")
 
     def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.version = 0
         self.ids: dict[Any, int] = {}
         self.values: list[Any] = []
         self._folded: list[str] | None = None
@@ -170,6 +192,7 @@ class ValueColumn:
         get = self.ids.get
         found = list(map(get, keys))
         if None in found:
+            self.version += 1
             new_values = list(dict.fromkeys(key for key, value_id in zip(keys, found) if value_id is None))
             start = len(self.values)
             self.ids.update(zip(new_values, range(start, start + len(new_values))))
@@ -196,10 +219,15 @@ class ValueColumn:
     @property
     def folded(self) -> list[str]:
         """Folded form of every value (booleans as "true"/"false"), built on first use."""
-        if self._folded is None:
-            self._folded, self._by_folded = [], {}
-            self._extend_folded(self.values, 0)
-        return self._folded
+        folded = self._folded
+        if folded is None:
+            with self._lock:
+                if self._folded is None:
+                    self._by_folded = {}
+                    self._folded = []
+                    self._extend_folded(self.values, 0)
+                folded = self._folded
+        return folded
 
     def add(self, docs: np.ndarray, value_ids: np.ndarray) -> None:
         """Add (doc, value id) pairs in doc order; a value repeated within one doc counts once."""
@@ -212,6 +240,7 @@ class ValueColumn:
         self._flat = None
         self._by_value = None
         self._sort_ranks = None
+        self.version += 1
         top = int(docs.max()) + 1
         self.first.ensure(top)
         unique_docs, first_index = np.unique(docs, return_index=True)
@@ -220,21 +249,29 @@ class ValueColumn:
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(docs, value ids) of every distinct value of every doc."""
-        if self._flat is None:
-            self._flat = _concatenate_chunks(self._docs, self._vids, np.uint32)
-        return self._flat
+        flat = self._flat
+        if flat is None:
+            with self._lock:
+                if self._flat is None:
+                    self._flat = _concatenate_chunks(self._docs, self._vids, np.uint32)
+                flat = self._flat
+        return flat
 
     def _value_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(docs ordered by value id, start offset per value id, end offset per value id)."""
-        if self._by_value is None:
-            docs, value_ids = self.pairs()
-            order = np.argsort(value_ids, kind="stable")
-            sorted_ids = value_ids[order]
-            all_ids = np.arange(len(self.values), dtype=np.uint32)
-            starts = np.searchsorted(sorted_ids, all_ids, side="left")
-            ends = np.searchsorted(sorted_ids, all_ids, side="right")
-            self._by_value = (docs[order], starts, ends)
-        return self._by_value
+        found = self._by_value
+        if found is None:
+            with self._lock:
+                if self._by_value is None:
+                    docs, value_ids = self.pairs()
+                    order = np.argsort(value_ids, kind="stable")
+                    sorted_ids = value_ids[order]
+                    all_ids = np.arange(len(self.values), dtype=np.uint32)
+                    starts = np.searchsorted(sorted_ids, all_ids, side="left")
+                    ends = np.searchsorted(sorted_ids, all_ids, side="right")
+                    self._by_value = (docs[order], starts, ends)
+                found = self._by_value
+        return found
 
     def value_docs(self, value_id: int) -> BitMap:
         """Docs holding value ``value_id`` (retired docs included: intersect with alive)."""
@@ -262,14 +299,18 @@ class ValueColumn:
 
     def fold_rank(self) -> np.ndarray:
         """Per value id, its rank in folded order (ties by original value); computed once per new value."""
-        if self._fold_rank is None:
-            folded = self.folded
-            order = sorted(range(len(self.values)), key=lambda vid: (folded[vid], str(self.values[vid])))
-            rank = np.empty(len(self.values), dtype=np.int64)
-            rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
-            self._fold_rank = rank
-            self._sort_ranks = None
-        return self._fold_rank
+        found = self._fold_rank
+        if found is None:
+            with self._lock:
+                if self._fold_rank is None:
+                    folded = self.folded
+                    order = sorted(range(len(self.values)), key=lambda vid: (folded[vid], str(self.values[vid])))
+                    rank = np.empty(len(self.values), dtype=np.int64)
+                    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
+                    self._sort_ranks = None
+                    self._fold_rank = rank
+                found = self._fold_rank
+        return found
 
     def sort_ranks(self) -> tuple[np.ndarray, np.ndarray]:
         """Per doc, the smallest and the largest fold rank of its values (-1 where it has none).
@@ -277,25 +318,35 @@ class ValueColumn:
         Ascending sorts use the smallest value of an array, descending ones the largest; computed
         once per write from the pairs, not per query.
         """
-        if self._sort_ranks is None:
-            docs, value_ids = self.pairs()
-            rank = self.fold_rank()[value_ids] if value_ids.size else np.empty(0, np.int64)
-            size = self.first.data.size
-            smallest = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
-            largest = np.full(size, -1, dtype=np.int64)
-            np.minimum.at(smallest, docs, rank)
-            np.maximum.at(largest, docs, rank)
-            smallest[largest < 0] = -1
-            self._sort_ranks = (smallest, largest)
-        return self._sort_ranks
+        found = self._sort_ranks
+        if found is None:
+            with self._lock:
+                if self._sort_ranks is None:
+                    docs, value_ids = self.pairs()
+                    rank = self.fold_rank()[value_ids] if value_ids.size else np.empty(0, np.int64)
+                    size = self.first.data.size
+                    smallest = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+                    largest = np.full(size, -1, dtype=np.int64)
+                    np.minimum.at(smallest, docs, rank)
+                    np.maximum.at(largest, docs, rank)
+                    smallest[largest < 0] = -1
+                    self._sort_ranks = (smallest, largest)
+                found = self._sort_ranks
+        return found
 
 
 class FieldColumns:
-    """The columns of one field path; either part may be absent."""
+    """The columns of one field path; either part may be absent.
 
-    __slots__ = ("numeric", "values", "exists", "has_text", "has_bool")
+    ``path`` and ``cache`` tie the columns to their index: structures derived from them for
+    queries (per-value bitmaps, facet value search) are kept in the index's cache under ``path``.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("numeric", "values", "exists", "has_text", "has_bool", "path", "cache")
+
+    def __init__(self, path: str = "", cache: IndexCache | None = None) -> None:
+        self.path = path
+        self.cache = cache if cache is not None else IndexCache()
         self.numeric: NumericColumn | None = None
         self.values: ValueColumn | None = None
         self.exists = BitMap()

@@ -4,7 +4,9 @@ Owns: the mapping between external *record ids* (int or str) and internal *doc i
 uint32, assigned in increasing order and never reused), the records themselves stored as msgpack
 bytes (one ``bytes`` object per doc, not a dict), and ``alive``: the bitmap of doc ids whose record
 is current. An upsert retires the old doc id and assigns a new one, so every other structure can
-be append-only and simply intersect with ``alive``.
+be append-only and simply intersect with ``alive``. ``alive`` is a ``FrozenBitMap`` replaced whole
+by every write: a reader holding it keeps a consistent set, and an identity or equality check on
+it can never be fooled by a change made in place.
 
 Ordering by record id (the last ranking rule): integers before strings, integers numerically,
 strings by code point. While records arrive in increasing id order (the common case) doc id order
@@ -18,7 +20,7 @@ from typing import Any
 
 import msgpack
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import BitMap, FrozenBitMap
 
 from roarsearch.index.bitmaps import bitmap_from_array
 
@@ -37,7 +39,7 @@ class DocStore:
         self.record_ids: list[RecordId | None] = []
         self.payloads: list[bytes | None] = []
         self.doc_of: dict[RecordId, int] = {}
-        self.alive = BitMap()
+        self.alive = FrozenBitMap()
         # True while every assigned doc's record id is greater than all earlier ones.
         self.ids_in_doc_order = True
         self._last_id_key: tuple[int, int | str] | None = None
@@ -72,10 +74,8 @@ class DocStore:
             self._note_order(record_id)
         new_docs = np.arange(start, start + len(records), dtype=np.uint32)
         replaced = BitMap(replaced_docs)
-        self.alive.difference_update(replaced)
-        self.alive.update(bitmap_from_array(new_docs))
-        # A repeated id inside the batch replaced an earlier doc of the same batch: drop it.
-        self.alive.difference_update(replaced)
+        # A repeated id inside the batch replaced an earlier doc of the same batch: drop it too.
+        self.alive = FrozenBitMap((self.alive | bitmap_from_array(new_docs)) - replaced)
         self._id_rank = None
         return new_docs, replaced
 
@@ -96,7 +96,8 @@ class DocStore:
                 retired.append(doc)
                 self.payloads[doc] = None
                 self.record_ids[doc] = None
-        self.alive.difference_update(BitMap(retired))
+        # The id ranks of the remaining docs keep their relative order: ``_id_rank`` stays valid.
+        self.alive = FrozenBitMap(self.alive - BitMap(retired))
         return found
 
     def remove_docs(self, docs: BitMap) -> int:
@@ -108,7 +109,7 @@ class DocStore:
                 del self.doc_of[record_id]
             self.record_ids[doc] = None
             self.payloads[doc] = None
-        self.alive.difference_update(docs)
+        self.alive = FrozenBitMap(self.alive - docs)
         return len(docs)
 
     def record(self, doc: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ arrays are saved in snapshots as they are (``KEY_SCHEME`` marks their hashing).
 from __future__ import annotations
 
 import bisect
+import threading
 from typing import Any
 
 import numpy as np
@@ -168,19 +169,18 @@ class _KeyIndex:
         return len(self._delta_keys)
 
     def lookup(self, wanted: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """(term ids, index into ``wanted`` of the key that found them) for every hit."""
-        if self._delta_keys:
-            self.merge()
+        """(term ids, index into ``wanted`` of the key that found them) for every hit (merged first)."""
+        keys, ids = self.keys, self.ids
         queries = np.asarray(wanted, dtype=np.uint32)
-        lo = np.searchsorted(self.keys, queries, side="left")
-        hi = np.searchsorted(self.keys, queries, side="right")
+        lo = np.searchsorted(keys, queries, side="left")
+        hi = np.searchsorted(keys, queries, side="right")
         lengths = hi - lo
         total = int(lengths.sum())
         if not total:
             return np.empty(0, np.uint32), np.empty(0, np.int64)
         index = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
         which = np.repeat(np.arange(queries.size, dtype=np.int64), lengths)
-        return self.ids[index], which
+        return ids[index], which
 
 
 class Lexicon:
@@ -199,6 +199,7 @@ class Lexicon:
         self._deletions = _KeyIndex()
         self._trigrams = _KeyIndex()
         self._indexed_upto = 0  # terms below this id are in the deletion and trigram indexes
+        self._maintenance = threading.RLock()
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -226,10 +227,27 @@ class Lexicon:
     def term_of(self, term_id: int) -> str:
         return self._terms[term_id]
 
+    def terms(self) -> list[str]:
+        """Every term, by id (a copy)."""
+        return list(self._terms)
+
+    @classmethod
+    def from_terms(cls, terms: list[str]) -> "Lexicon":
+        """A lexicon of ``terms`` with ids in list order (the integrity check rebuilds with it)."""
+        lexicon = cls()
+        lexicon.intern_many(terms)
+        return lexicon
+
     # ------------------------------------------------------------------ maintenance
 
     def _index_new_terms(self) -> None:
         """Put terms added since the last lookup into the deletion and trigram indexes (vectorised)."""
+        if self._indexed_upto == len(self._terms):
+            return
+        with self._maintenance:  # concurrent readers: one brings the indexes up to date
+            self._index_new_terms_locked()
+
+    def _index_new_terms_locked(self) -> None:
         start = self._indexed_upto
         new_terms = self._terms[start:]
         if new_terms:
@@ -239,11 +257,19 @@ class Lexicon:
                 keys, positions = _batch_trigrams([term for _, term in long_terms], 0)
                 term_ids = np.asarray([term_id for term_id, _ in long_terms], dtype=np.uint32)
                 self._trigrams.add_arrays(keys, term_ids[positions])
+        # Merged here, under the lock, so that lookups only ever read whole (keys, ids) pairs.
+        self._deletions.merge()
+        self._trigrams.merge()
         self._indexed_upto = len(self._terms)
 
     def _sorted_view(self) -> None:
         if self._sorted_upto == len(self._terms):
             return
+        with self._maintenance:
+            if self._sorted_upto != len(self._terms):
+                self._sorted_view_locked()
+
+    def _sorted_view_locked(self) -> None:
         # Timsort merges the sorted run and the new terms in close to linear time; sorting plain
         # strings (not tuples) and mapping them back to ids keeps the work in C.
         new_ids = range(self._sorted_upto, len(self._terms))

@@ -15,6 +15,8 @@ in the candidate docs are a few binary searches and slices, whatever the size of
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from pyroaring import BitMap
 
@@ -29,9 +31,11 @@ MAX_TOKEN_CHUNKS = 8
 class FieldPostings:
     """The postings and token positions of one field."""
 
-    __slots__ = ("terms", "docs", "_chunks", "_saved")
+    __slots__ = ("terms", "docs", "_chunks", "_saved", "_lock")
 
     def __init__(self) -> None:
+        # Readers deserialise saved bitmaps and merge token chunks lazily, several at once.
+        self._lock = threading.RLock()
         #: Bitmaps in use. After a snapshot load most terms are still serialised in ``_saved`` and
         #: are deserialised the first time a query or a write touches them (opening stays fast).
         self.terms: dict[int, BitMap] = {}
@@ -90,14 +94,16 @@ class FieldPostings:
 
     def _load(self, term: int) -> BitMap | None:
         """Deserialise a saved term's bitmap (None when the term never occurred in this field)."""
-        assert self._saved is not None
-        term_ids, starts, ends, blob = self._saved
-        position = int(np.searchsorted(term_ids, term))
-        if position >= term_ids.size or int(term_ids[position]) != term:
-            return None
-        bitmap = BitMap.deserialize(blob[int(starts[position]):int(ends[position])])
-        self.terms[term] = bitmap
-        return bitmap
+        with self._lock:
+            if self._saved is None or term in self.terms:  # another reader got here first
+                return self.terms.get(term)
+            term_ids, starts, ends, blob = self._saved
+            position = int(np.searchsorted(term_ids, term))
+            if position >= term_ids.size or int(term_ids[position]) != term:
+                return None
+            bitmap = BitMap.deserialize(blob[int(starts[position]):int(ends[position])])
+            self.terms[term] = bitmap
+            return bitmap
 
     def load_saved(self, term_ids: np.ndarray, offsets: np.ndarray, blob: bytes) -> None:
         """Keep serialised bitmaps (bitmap i is ``blob[offsets[i]:offsets[i+1]]``) for first use."""
@@ -108,13 +114,14 @@ class FieldPostings:
 
     def all_terms(self) -> dict[int, BitMap]:
         """Every term's bitmap, deserialising whatever is still saved (snapshots, checks)."""
-        if self._saved is not None:
-            term_ids, starts, ends, blob = self._saved
-            terms = self.terms
-            for term, start, end in zip(term_ids.tolist(), starts.tolist(), ends.tolist()):
-                if term not in terms:
-                    terms[term] = BitMap.deserialize(blob[start:end])
-            self._saved = None
+        with self._lock:
+            if self._saved is not None:
+                term_ids, starts, ends, blob = self._saved
+                terms = self.terms
+                for term, start, end in zip(term_ids.tolist(), starts.tolist(), ends.tolist()):
+                    if term not in terms:
+                        terms[term] = BitMap.deserialize(blob[start:end])
+                self._saved = None
         return self.terms
 
     def occurrences(self, term_ids: np.ndarray, doc_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +129,7 @@ class FieldPostings:
         ``doc_mask[doc]`` is true — cost follows the occurrences of those terms, not the field."""
         found_docs: list[np.ndarray] = []
         found_positions: list[np.ndarray] = []
-        for terms, docs, positions in self._chunks:
+        for terms, docs, positions in list(self._chunks):
             lo = np.searchsorted(terms, term_ids, side="left")
             hi = np.searchsorted(terms, term_ids, side="right")
             lengths = hi - lo
@@ -147,9 +154,10 @@ class FieldPostings:
         if not self._chunks:
             empty = np.empty(0, dtype=np.uint32)
             return empty, empty, empty
-        if len(self._chunks) > 1:
-            self._merge_chunks()
-        return self._chunks[0]
+        with self._lock:
+            if len(self._chunks) > 1:
+                self._merge_chunks()
+            return self._chunks[0]
 
     def load_token_arrays(self, terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
         self._chunks = [(terms, docs, positions)] if terms.size else []

@@ -9,9 +9,10 @@ data (term ids with typo counts); the bitmaps are looked up by :mod:`roarsearch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from roarsearch.analysis.analyzer import analyze
-from roarsearch.errors import BadRequestError
+from roarsearch.index.cache import IndexCache
 
 #: Words shorter than this get no typo; a second typo needs at least SECOND_TYPO_MIN_LENGTH letters.
 FIRST_TYPO_MIN_LENGTH = 4
@@ -59,9 +60,15 @@ def allowed_typos(word: str, typo_tolerance: int) -> int:
     return min(2, typo_tolerance)
 
 
-def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int) -> list[WordPlan]:
+def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int,
+               cache: IndexCache | None = None) -> list[WordPlan]:
     """Expand every word of ``query``; the last word also matches as a prefix, unless the query
-    ends with a space (the user has finished typing it)."""
+    ends with a space (the user has finished typing it).
+
+    Expansions are kept in the index's ``cache`` when one is given: hot queries repeat, and
+    expanding a word costs far more than looking it up. They depend only on the vocabulary,
+    which only grows, so the vocabulary's size is their stamp (a delete keeps them).
+    """
     words = analyze(query)
     # A query ending in a space has a complete last word: it is not being typed any more.
     typing_last_word = bool(query) and not query[-1].isspace()
@@ -69,50 +76,35 @@ def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int) -> list[
     for position, word in enumerate(words):
         is_prefix = position == len(words) - 1 and typing_last_word
         budget = allowed_typos(word, typo_tolerance)
-        cached = _cached_variants(lexicon, word, budget, is_prefix)
-        if cached is not None:
-            plans.append(WordPlan(word, position, is_prefix, cached, word if is_prefix else None))
-            continue
-        best: dict[int, tuple[int, bool]] = {}
-        exact_id = lexicon.id_of(word)
-        if exact_id is not None:
-            best[exact_id] = (0, True)
-        if budget:
-            for term_id, distance in lexicon.typo_candidates(word, budget):
-                if term_id not in best or distance < best[term_id][0]:
-                    best[term_id] = (distance, term_id == exact_id)
-        if is_prefix and budget:
-            # Distance-0 prefix matches are covered by ``prefix``; keep only the typo'd ones here.
-            for term_id, distance in lexicon.prefix_candidates(word, budget):
-                if distance and (term_id not in best or distance < best[term_id][0]):
-                    best[term_id] = (distance, False)
-        variants = tuple(Variant(term_id, typos, exact) for term_id, (typos, exact) in best.items())
-        _remember_variants(lexicon, word, budget, is_prefix, variants)
+        if cache is None:
+            variants = _expand(lexicon, word, budget, is_prefix)
+        else:
+            variants = cache.get_or_build("expansions", (word, budget, is_prefix), len(lexicon),
+                                          lambda: _expand(lexicon, word, budget, is_prefix), EXPANSION_CACHE_SIZE)
         plans.append(WordPlan(word, position, is_prefix, variants, word if is_prefix else None))
     return plans
 
 
-#: Expansions kept per lexicon; they stay valid until the vocabulary grows.
+#: Word expansions kept per index.
 EXPANSION_CACHE_SIZE = 4096
 
 
-def _cached_variants(lexicon: "LexiconLike", word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...] | None:
-    entry = getattr(lexicon, "_expansion_cache", None)
-    if entry is None or entry[0] != len(lexicon):  # type: ignore[arg-type]
-        return None
-    return entry[1].get((word, budget, is_prefix))
-
-
-def _remember_variants(lexicon: "LexiconLike", word: str, budget: int, is_prefix: bool,
-                       variants: tuple[Variant, ...]) -> None:
-    # Hot queries repeat, and expanding a word costs far more than looking it up. Kept on the
-    # lexicon itself and keyed by its size: terms are only ever added, never changed or removed.
-    size = len(lexicon)  # type: ignore[arg-type]
-    entry = getattr(lexicon, "_expansion_cache", None)
-    if entry is None or entry[0] != size or len(entry[1]) >= EXPANSION_CACHE_SIZE:
-        entry = (size, {})
-        lexicon._expansion_cache = entry  # type: ignore[attr-defined]
-    entry[1][(word, budget, is_prefix)] = variants
+def _expand(lexicon: "LexiconLike", word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...]:
+    """Every term ``word`` may match within ``budget`` typos, with its cost."""
+    best: dict[int, tuple[int, bool]] = {}
+    exact_id = lexicon.id_of(word)
+    if exact_id is not None:
+        best[exact_id] = (0, True)
+    if budget:
+        for term_id, distance in lexicon.typo_candidates(word, budget):
+            if term_id not in best or distance < best[term_id][0]:
+                best[term_id] = (distance, term_id == exact_id)
+    if is_prefix and budget:
+        # Distance-0 prefix matches are covered by ``prefix``; keep only the typo'd ones here.
+        for term_id, distance in lexicon.prefix_candidates(word, budget):
+            if distance and (term_id not in best or distance < best[term_id][0]):
+                best[term_id] = (distance, False)
+    return tuple(Variant(term_id, typos, exact) for term_id, (typos, exact) in best.items())
 
 
 def resolve_search_fields(requested: tuple[str, ...], text_fields: list[str]) -> list[str]:
@@ -126,11 +118,11 @@ def resolve_search_fields(requested: tuple[str, ...], text_fields: list[str]) ->
     return resolved
 
 
-class LexiconLike:  # pragma: no cover - a typing aid; the real class is index.lexicon.Lexicon
+class LexiconLike(Protocol):  # the real class is index.lexicon.Lexicon
+    def __len__(self) -> int: ...
     def id_of(self, term: str) -> int | None: ...
     def typo_candidates(self, word: str, max_typos: int) -> list[tuple[int, int]]: ...
     def prefix_candidates(self, prefix: str, max_typos: int = 0) -> list[tuple[int, int]]: ...
-    def prefix_ids(self, prefix: str): ...  # type: ignore[no-untyped-def]
 
 
-__all__ = ["BadRequestError", "Variant", "WordPlan", "allowed_typos", "plan_words", "resolve_search_fields"]
+__all__ = ["Variant", "WordPlan", "allowed_typos", "plan_words", "resolve_search_fields"]

@@ -92,7 +92,8 @@ class RelevanceRules:
             yield total, rest
 
     def proximity_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
-        if len(self.words) < 2 or len(candidates) < 2:
+        # A lone candidate is measured too: its _rank must not depend on which other docs match.
+        if len(self.words) < 2 or not candidates:
             yield 0, candidates
             return
         docs = array_from_bitmap(candidates)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from pyroaring import BitMap
 
-from roarsearch.engine.request import SortKey
+from roarsearch.query.request import SortKey
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.index import Index
 from roarsearch.ranking.bucket_sort import RelevanceRules

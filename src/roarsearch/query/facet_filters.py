@@ -12,8 +12,8 @@ from typing import Any
 
 from pyroaring import BitMap
 
-from roarsearch.facets.numeric import docs_in_intervals, parse_interval
 from roarsearch.index.index import Index
+from roarsearch.query.intervals import Interval, docs_in_intervals
 
 
 def text_facet_filter_docs(index: Index, field: str, values: tuple[Any, ...]) -> BitMap:
@@ -31,7 +31,20 @@ def text_facet_filter_docs(index: Index, field: str, values: tuple[Any, ...]) ->
     return result
 
 
-def numeric_facet_filter_docs(index: Index, field: str, intervals: tuple[str, ...], where: str) -> BitMap:
-    """Docs whose ``field`` has a value in any of ``intervals`` (interval strings, validated here)."""
-    parsed = [parse_interval(text, f"{where}[{position}]") for position, text in enumerate(intervals)]
-    return docs_in_intervals(index.columns.get(field), parsed)
+def numeric_facet_filter_docs(index: Index, field: str, intervals: tuple[Interval, ...]) -> BitMap:
+    """Docs whose ``field`` has a value in any of ``intervals``."""
+    return docs_in_intervals(index.columns.get(field), intervals)
+
+
+def facet_filter_docs(index: Index, text_filters: dict[str, tuple[Any, ...]],
+                      numeric_filters: dict[str, tuple[Interval, ...]]) -> dict[str, BitMap]:
+    """Per field, the docs its text and numeric facet filter entries select (ANDed when both)."""
+    selected: dict[str, BitMap] = {}
+    for field, values in text_filters.items():
+        if values:
+            selected[field] = text_facet_filter_docs(index, field, values)
+    for field, intervals in numeric_filters.items():
+        if intervals:
+            docs = numeric_facet_filter_docs(index, field, intervals)
+            selected[field] = selected[field] & docs if field in selected else docs
+    return selected

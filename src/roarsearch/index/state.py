@@ -1,0 +1,140 @@
+"""An index as msgpack-ready state and back: what a snapshot holds.
+
+Owns: the layout of an index inside a snapshot (the bytes around it belong to
+:mod:`roarsearch.storage`). Numpy arrays travel as raw buffers and bitmaps in their portable
+serialised form, so saving streams buffers and loading does not re-analyse any record.
+Everything a query reads is either saved or derived on load from what is saved (a numeric
+column's ``multi_valued`` flag is recomputed from its pairs, so older snapshots that lacked it
+load correctly).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pyroaring import BitMap, FrozenBitMap
+
+from roarsearch.index.bitmaps import bitmap_from_array
+from roarsearch.index.columns import FieldColumns, NumericColumn, ValueColumn
+from roarsearch.index.docstore import id_sort_key
+from roarsearch.index.index import Index
+from roarsearch.index.lexicon import Lexicon
+from roarsearch.index.postings import FieldPostings
+
+INDEX_STATE_VERSION = 1
+
+
+def _bytes(array: np.ndarray) -> memoryview:
+    # A view, not a copy: the snapshot writer streams it straight from the array's buffer.
+    return memoryview(np.ascontiguousarray(array)).cast("B")
+
+
+def _array(buffer: bytes, dtype: type) -> np.ndarray:
+    return np.frombuffer(buffer, dtype=dtype).copy()
+
+
+def index_to_state(index: Index) -> dict[str, Any]:
+    """The whole index as msgpack-ready data: bitmaps serialised, numpy arrays as raw buffers.
+
+    Layout (version 1): ``docs`` (record ids, msgpack payloads, alive bitmap, id-order flag),
+    ``lexicon`` (the lexicon's own state), ``text_fields``, ``postings`` per field (term ids,
+    their bitmaps serialised back to back with offsets, the flat token arrays and per-doc token
+    ranges), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
+    with their pairs and per-doc first value id).
+    """
+    docstore = index.docs
+    postings_state: dict[str, Any] = {}
+    for path, postings in index.postings.items():
+        all_terms = postings.all_terms()
+        term_ids = np.fromiter(sorted(all_terms), dtype=np.uint32, count=len(all_terms))
+        blobs = [all_terms[term].serialize() for term in term_ids.tolist()]
+        offsets = np.zeros(len(blobs) + 1, dtype=np.uint64)
+        np.cumsum([len(blob) for blob in blobs], out=offsets[1:])
+        token_terms, token_docs, token_positions = postings.token_arrays()
+        postings_state[path] = {
+            "term_ids": _bytes(term_ids), "bitmaps": b"".join(blobs), "offsets": _bytes(offsets),
+            "field_docs": postings.docs.serialize(),
+            "token_terms": _bytes(token_terms), "token_docs": _bytes(token_docs),
+            "token_positions": _bytes(token_positions),
+        }
+    columns_state: dict[str, Any] = {}
+    for path, columns in index.columns.items():
+        state: dict[str, Any] = {"exists": columns.exists.serialize(), "has_text": columns.has_text,
+                                 "has_bool": columns.has_bool}
+        if columns.numeric is not None:
+            docs, values = columns.numeric.pairs()
+            state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
+                                "min": _bytes(columns.numeric.minimum.data), "max": _bytes(columns.numeric.maximum.data)}
+        if columns.values is not None:
+            docs, value_ids = columns.values.pairs()
+            state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
+                               "first": _bytes(columns.values.first.data)}
+        columns_state[path] = state
+    return {
+        "version": INDEX_STATE_VERSION,
+        "docs": {"record_ids": docstore.record_ids, "payloads": docstore.payloads,
+                 "alive": docstore.alive.serialize(), "ids_in_doc_order": docstore.ids_in_doc_order,
+                 "last_id": None if docstore._last_id_key is None else docstore._last_id_key[1]},
+        "lexicon": index.lexicon.to_state(),
+        "text_fields": index._text_fields,
+        "value_fields": sorted(index.value_fields),
+        "postings": postings_state,
+        "columns": columns_state,
+    }
+
+
+def index_from_state(state: dict[str, Any]) -> Index:
+    """Rebuild an :class:`Index` from :func:`index_to_state` output without re-analysing records."""
+    if state.get("version") != INDEX_STATE_VERSION:
+        raise ValueError(f"unsupported index state version {state.get('version')!r}")
+    index = Index()
+    docs_state = state["docs"]
+    docstore = index.docs
+    docstore.record_ids = list(docs_state["record_ids"])
+    docstore.payloads = list(docs_state["payloads"])
+    docstore.alive = FrozenBitMap.deserialize(docs_state["alive"])
+    docstore.doc_of = {record_id: doc for doc, record_id in enumerate(docstore.record_ids) if record_id is not None}
+    docstore.ids_in_doc_order = bool(docs_state["ids_in_doc_order"])
+    last_id = docs_state["last_id"]
+    docstore._last_id_key = None if last_id is None else id_sort_key(last_id)
+    index.lexicon = Lexicon.from_state(state["lexicon"])
+    index._text_fields = list(state["text_fields"])
+    index.value_fields = set(state.get("value_fields", []))
+    for path, saved in state["postings"].items():
+        postings = FieldPostings()
+        postings.load_saved(np.frombuffer(saved["term_ids"], dtype=np.uint32),
+                            np.frombuffer(saved["offsets"], dtype=np.uint64), saved["bitmaps"])
+        postings.docs = BitMap.deserialize(saved["field_docs"])
+        postings.load_token_arrays(_array(saved["token_terms"], np.uint32), _array(saved["token_docs"], np.uint32),
+                                   _array(saved["token_positions"], np.uint32))
+        index.postings[path] = postings
+    for path, saved in state["columns"].items():
+        columns = FieldColumns(path, index.cache)
+        columns.exists = FrozenBitMap.deserialize(saved["exists"])
+        columns.has_text = bool(saved["has_text"])
+        columns.has_bool = bool(saved.get("has_bool", False))
+        if "numeric" in saved:
+            numeric = NumericColumn()
+            docs = _array(saved["numeric"]["docs"], np.uint32)
+            numeric._docs, numeric._values = [docs], [_array(saved["numeric"]["values"], np.float64)]
+            numeric.minimum.data = _array(saved["numeric"]["min"], np.float64)
+            numeric.maximum.data = _array(saved["numeric"]["max"], np.float64)
+            numeric.docs = bitmap_from_array(docs)
+            # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
+            # several values has adjacent pairs.
+            numeric.multi_valued = bool(docs.size > 1 and (docs[1:] == docs[:-1]).any())
+            columns.numeric = numeric
+        if "values" in saved:
+            values = ValueColumn()
+            values.values = list(saved["values"]["values"])
+            values.ids = {value: value_id for value_id, value in enumerate(values.values)}
+            docs = _array(saved["values"]["docs"], np.uint32)
+            values._docs, values._vids = [docs], [_array(saved["values"]["vids"], np.uint32)]
+            values.first.data = _array(saved["values"]["first"], np.int64)
+            values.docs = bitmap_from_array(docs)
+            columns.values = values
+        index.columns[path] = columns
+    return index
+
+

@@ -1,0 +1,103 @@
+"""The candidate sets of one search, computed once and passed forward to every later stage.
+
+Owns: the prologue that search and facet value search share — the universe (alive docs), the
+facet filter bitmaps, the query words (planned with typos and prefix), the docs holding them with
+the contract's word dropping, and the match set after every filter — as one :class:`SearchContext`.
+Ranking, facets, groups and highlighting read it; none of them recomputes a candidate set.
+
+Order of work: words first, then facet filters, then the filter expression, so that filters only
+look at the docs the words left (a range check on a few hundred docs instead of a slice of a
+whole column). While no doc passes words and filters together, words are dropped from the end of
+the query (never the first), as contract §3 says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyroaring import BitMap
+
+from roarsearch.index.bitmaps import DocMasks
+from roarsearch.index.index import Index
+from roarsearch.query.execute import evaluate_filter
+from roarsearch.query.facet_filters import facet_filter_docs
+from roarsearch.query.match import WordMatcher
+from roarsearch.query.plan import WordPlan, plan_words, resolve_search_fields
+from roarsearch.query.request import SearchRequest
+
+
+@dataclass(slots=True)
+class SearchContext:
+    """Everything later stages need to know about which docs a request selects."""
+
+    index: Index
+    request: SearchRequest
+    #: Searched fields, resolved (``*`` expanded), in attribute-priority order.
+    fields: list[str]
+    matcher: WordMatcher
+    #: The query words kept after word dropping (all of them unless nothing matched them all).
+    words: list[WordPlan]
+    #: Alive docs holding every kept word (every alive doc for an empty query).
+    word_docs: BitMap
+    #: Per field, the docs its facet filter entries select.
+    facet_filters: dict[str, BitMap]
+    #: The match set: ``word_docs`` passing every facet filter and the filter expression.
+    candidates: BitMap
+    #: Dense masks of this request's candidate sets, shared by its facets.
+    masks: DocMasks = field(default_factory=DocMasks)
+    _filtered_word_docs: BitMap | None = None
+
+    def without_facet_filter(self, facet: str) -> BitMap:
+        """The match set with every facet filter but ``facet``'s own: what that facet counts over
+        (disjunctive facets: a ticked brand still shows the other brands)."""
+        if facet not in self.facet_filters:
+            return self.candidates
+        if self._filtered_word_docs is None:
+            self._filtered_word_docs = _apply_filter(self.index, self.request, self.word_docs)
+        docs = self._filtered_word_docs
+        for other, selected in self.facet_filters.items():
+            if other != facet:
+                docs = docs & selected
+        return docs
+
+
+def prepare_search(index: Index, request: SearchRequest) -> SearchContext:
+    """Plan the words and compute the candidate sets of ``request`` over ``index``."""
+    facet_filters = facet_filter_docs(index, request.text_facet_filters, request.numeric_facet_filters)
+    fields = resolve_search_fields(request.search_fields, index.text_fields())
+    words = plan_words(index.lexicon, request.query, request.typo_tolerance, index.cache)
+    matcher = WordMatcher(index, fields)
+    per_word = [matcher.docs(word, word.max_typos) for word in words]
+    universe = index.alive
+    kept = len(words)
+    while True:
+        word_docs = universe
+        for docs in per_word[:kept]:
+            word_docs = word_docs & docs
+            if not word_docs:
+                break
+        candidates = _narrow(index, request, facet_filters, word_docs) if word_docs else BitMap()
+        if candidates or kept <= 1:
+            break
+        kept -= 1  # contract §3: drop words from the end while nothing matches (never the first)
+    return SearchContext(index, request, fields, matcher, words[:kept], word_docs, facet_filters, candidates)
+
+
+def _narrow(index: Index, request: SearchRequest, facet_filters: dict[str, BitMap], docs: BitMap) -> BitMap:
+    """``docs`` passing every facet filter, then the filter expression."""
+    for selected in facet_filters.values():
+        docs = docs & selected
+        if not docs:
+            return docs
+    return _apply_filter(index, request, docs)
+
+
+def _apply_filter(index: Index, request: SearchRequest, docs: BitMap) -> BitMap:
+    if request.filter_tree is None:
+        return docs
+    return evaluate_filter(request.filter_tree, index, docs)
+
+
+def filter_docs(index: Index, request: SearchRequest) -> BitMap:
+    """Alive docs passing the request's filter expression alone (delete by filter)."""
+    return _apply_filter(index, request, index.alive)

@@ -1,0 +1,41 @@
+"""The order of a request's results: explicit sort keys, or relevance by bucket sort.
+
+Owns: turning a candidate bitmap into one page of docs with their ``_rank``, for the plain result
+list and for each group. A :class:`Ranker` is made per request from its context; it remembers the
+rank of every doc it has placed, so groups can show ``_rank`` without ranking twice.
+"""
+
+from __future__ import annotations
+
+from pyroaring import BitMap
+
+from roarsearch.query.context import SearchContext
+from roarsearch.ranking.bucket_sort import RelevanceRules, bucket_sort, pack_costs
+from roarsearch.ranking.sort import sort_page
+
+
+class Ranker:
+    """Pages of docs in the request's order, each with its ``_rank``."""
+
+    def __init__(self, context: SearchContext) -> None:
+        self._index = context.index
+        self._sort = context.request.sort
+        self._ranked = bool(context.words)  # an empty query ranks every record alike
+        self._relevance = RelevanceRules(context.matcher, context.words)
+        #: ``_rank`` of every doc placed so far by this ranker.
+        self.ranks: dict[int, float] = {}
+
+    def page(self, docs: BitMap, skip: int, count: int) -> list[tuple[int, float]]:
+        """Docs ``skip:skip+count`` of ``docs`` in order, with their ``_rank``."""
+        if self._sort:
+            sorted_page = sort_page(self._index, docs, self._sort, self._relevance if self._ranked else None, skip, count)
+            placed = [(doc, 1.0 - cost / float(1 << 32)) for doc, cost in sorted_page]
+        else:
+            placed = [(doc, pack_costs(*costs) if self._ranked else 1.0)
+                      for doc, costs in bucket_sort(docs, self._relevance.rules(), self._index.docs, skip, count)]
+        self.ranks.update(placed)
+        return placed
+
+    def docs(self, docs: BitMap, skip: int, count: int) -> list[int]:
+        """The docs of :meth:`page` alone (their ranks are kept in :attr:`ranks`)."""
+        return [doc for doc, _rank in self.page(docs, skip, count)]
