@@ -55,6 +55,8 @@ def word_typos(word: str, token: str, budget: int, is_prefix: bool) -> int | Non
 class ReferenceModel:
     records: dict[Any, dict[str, Any]] = field(default_factory=dict)
     text_fields: list[str] = field(default_factory=list)  # first-seen order, deletes do not forget
+    #: Query words the last search kept after word dropping (0 for an empty query).
+    last_kept: int = 0
 
     def add(self, records: list[dict[str, Any]]) -> None:
         for record in records:
@@ -84,6 +86,7 @@ class ReferenceModel:
                     fields.append(candidate)
         words = analyze(query)
         pool = [r for r in self.records.values() if universe is None or r["id"] in universe]
+        self.last_kept = len(words)
         if not words:
             keyed0 = [(sort_key(r, sort or []), (0, 0, 0, 0), id_key(r["id"]), r["id"]) for r in pool]
             keyed0.sort(key=lambda item: _with_rank(item, sort or []))
@@ -115,6 +118,7 @@ class ReferenceModel:
                 if hits is not None:
                     matches[record["id"]] = hits
             if matches or kept == 1:
+                self.last_kept = kept
                 break
         keyed = []
         for record_id, hits in matches.items():

@@ -11,7 +11,9 @@ Owns: the meaning of each filter node, evaluated on the bitmaps and sorted colum
 - ``> >= < <=`` match records having a numeric value in range; records lacking one never match.
 - ``IN [...]`` is an OR of equalities; ``EXISTS`` is "has a non-null value".
 - ``NOT x`` is ``universe - x``; AND intersects (stopping at empty), OR unions.
-- A field no record has ever had is a 400 naming it, with the nearest known field suggested.
+- A field no record holds has no values: ``f = v`` and ranges match nothing, so ``!=`` and
+  ``NOT`` match every record (contract §3: the answer never depends on which records exist;
+  the response's ``warnings`` name such fields, see :mod:`roarsearch.query.fields`).
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ from typing import Protocol
 
 from pyroaring import BitMap
 
-from roarsearch.errors import BadRequestError
 from roarsearch.index.bitmaps import union_all
-from roarsearch.query.ast import And, Compare, Exists, FilterNode, In, Literal, Not, Or, fields_of
-from roarsearch.query.filter_parser import _NUMBER, suggest_field
+from roarsearch.query.ast import And, Compare, Exists, FilterNode, In, Literal, Not, Or
+from roarsearch.query.filter_parser import _NUMBER
 
 
 class FieldReader(Protocol):
@@ -35,16 +36,6 @@ class FieldReader(Protocol):
     def number_range(self, field: str, low: float | None, low_inclusive: bool,
                      high: float | None, high_inclusive: bool, within: BitMap | None = None) -> BitMap: ...
     def exists(self, field: str) -> BitMap: ...
-
-
-def check_fields(node: FilterNode, reader: FieldReader) -> None:
-    """Raise a 400 for the first field of ``node`` that no record has ever had."""
-    known = reader.known_fields()
-    for field, span in fields_of(node):
-        if field not in known:
-            guess = suggest_field(field, known)
-            hint = f"; did you mean '{guess}'?" if guess else ""
-            raise BadRequestError(f"filter: unknown field '{field}' at position {span.start}{hint}", field="filter")
 
 
 def _equal(reader: FieldReader, field: str, literal: Literal) -> BitMap:
@@ -80,7 +71,6 @@ def _range(reader: FieldReader, node: Compare, universe: BitMap) -> BitMap:
 
 def evaluate_filter(node: FilterNode, reader: FieldReader, universe: BitMap) -> BitMap:
     """Docs of ``universe`` selected by ``node`` (always a subset of ``universe``)."""
-    check_fields(node, reader)
     return _evaluate(node, reader, universe)
 
 
