@@ -34,18 +34,18 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "Engine",
-    "SearchError",
     "BadRequestError",
-    "UnauthorizedError",
-    "ForbiddenError",
-    "NotFoundError",
-    "MethodNotAllowedError",
-    "DirectoryLockedError",
-    "PayloadTooLargeError",
-    "InternalError",
     "CorruptionError",
+    "DirectoryLockedError",
+    "Engine",
+    "ForbiddenError",
+    "InternalError",
+    "MethodNotAllowedError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "SearchError",
     "StorageError",
+    "UnauthorizedError",
     "__version__",
 ]
 

@@ -15,6 +15,7 @@ import sys
 import unicodedata
 from functools import lru_cache
 
+
 def _ranges_pattern(codepoints: list[int]) -> str:
     ranges: list[str] = []
     start = previous = codepoints[0]

@@ -84,7 +84,7 @@ class Engine:
             finally:
                 self._directory.close()
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> Engine:
         return self
 
     def __exit__(

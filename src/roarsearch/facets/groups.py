@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.facets.text import PER_VALUE_LIMIT_MANY_CANDIDATES, plain_number, select_pairs, string_counts, value_bitmaps
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
@@ -30,7 +30,7 @@ WALK_DOCS_PER_GROUP = 4
 #: Rounds of the walk (each doubles the ranked page) before the remaining groups are placed directly.
 WALK_ROUNDS = 4
 
-RankDocs = Callable[[BitMap, int, int], list[int]]
+RankDocs = Callable[[AbstractBitMap, int, int], list[int]]
 GroupKey = tuple[str, Any]  # ("v", value id) for strings/booleans, ("n", number) for numbers
 
 
@@ -59,7 +59,7 @@ def _key_order(key: GroupKey) -> tuple[int, Any]:
     return (0, key[1]) if key[0] == "v" else (1, key[1])
 
 
-def _all_keys(columns: FieldColumns, candidates: BitMap) -> set[GroupKey]:
+def _all_keys(columns: FieldColumns, candidates: AbstractBitMap) -> set[GroupKey]:
     """Every group the candidates form (counted as a text facet is: see ``facets.text``)."""
     found: set[GroupKey] = set()
     if columns.values is not None:
@@ -71,7 +71,7 @@ def _all_keys(columns: FieldColumns, candidates: BitMap) -> set[GroupKey]:
     return found
 
 
-def _members(columns: FieldColumns, key: GroupKey, candidates: BitMap) -> BitMap:
+def _members(columns: FieldColumns, key: GroupKey, candidates: AbstractBitMap) -> AbstractBitMap:
     kind, value = key
     if kind == "v":
         assert columns.values is not None
@@ -92,7 +92,7 @@ def _value(columns: FieldColumns, key: GroupKey) -> Any:
 
 def group_results(
     columns: FieldColumns | None,
-    candidates: BitMap,
+    candidates: AbstractBitMap,
     rank_docs: RankDocs,
     skip: int,
     group_count: int,
@@ -124,7 +124,7 @@ def group_results(
         # The remaining groups' best records all rank after the walked ones: order them by ranking
         # each group's best record against the others.
         remaining = [key for key in all_keys if key not in seen]
-        best = {}
+        best: dict[int, list[GroupKey]] = {}
         for key in remaining:
             top = rank_docs(_members(columns, key, candidates), 0, 1)
             if top:
@@ -138,4 +138,4 @@ def group_results(
     return groups
 
 
-__all__ = ["group_results", "array_from_bitmap"]
+__all__ = ["array_from_bitmap", "group_results"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap
 
 from roarsearch.facets.text import plain_number, select_pairs
 from roarsearch.index.bitmaps import DocMasks, array_from_bitmap
@@ -26,7 +26,7 @@ from roarsearch.index.columns import FieldColumns
 from roarsearch.query.intervals import Interval, docs_in_intervals, interval_docs, parse_interval
 
 
-def _candidate_values(columns: FieldColumns, candidates: BitMap, masks: DocMasks | None) -> tuple[np.ndarray, np.ndarray | None]:
+def _candidate_values(columns: FieldColumns, candidates: AbstractBitMap, masks: DocMasks | None) -> tuple[np.ndarray, np.ndarray | None]:
     """(values, their docs or None) of the candidates' numbers.
 
     A field that never held an array has one value per doc, kept dense by doc in the column's
@@ -46,7 +46,7 @@ def _candidate_values(columns: FieldColumns, candidates: BitMap, masks: DocMasks
     return selected, selected_docs
 
 
-def numeric_facet(field: str, columns: FieldColumns | None, candidates: BitMap,
+def numeric_facet(field: str, columns: FieldColumns | None, candidates: AbstractBitMap,
                   intervals: list[Interval] | tuple[Interval, ...], masks: DocMasks | None = None) -> dict[str, Any]:
     """Stats and range counts of ``field`` over the candidates."""
     stats: dict[str, Any] = {"min": None, "max": None, "avg": None, "count": 0}
@@ -71,4 +71,4 @@ def numeric_facet(field: str, columns: FieldColumns | None, candidates: BitMap,
     return {"field": field, "stats": stats, "ranges": ranges}
 
 
-__all__ = ["Interval", "parse_interval", "interval_docs", "numeric_facet", "docs_in_intervals"]
+__all__ = ["Interval", "docs_in_intervals", "interval_docs", "numeric_facet", "parse_interval"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import DocMasks, array_from_bitmap
 from roarsearch.index.columns import FieldColumns
@@ -52,12 +52,12 @@ PER_VALUE_LIMIT = 1024
 #: Up to this many values, intersections per value are still used when the candidates are too
 #: many to gather (3,839 values at 1M records: 1.5 ms against 12.7 ms for mask + bincount).
 PER_VALUE_LIMIT_MANY_CANDIDATES = 16384
-def value_bitmaps(columns: FieldColumns) -> list[BitMap]:
+def value_bitmaps(columns: FieldColumns) -> list[AbstractBitMap]:
     """One bitmap of docs per value id of the field (retired docs included), kept in the index's
     cache until the column next changes (its ``version`` is the stamp: deletes do not change it)."""
     column = columns.values
     assert column is not None
-    bitmaps: list[BitMap] = columns.cache.get_or_build(
+    bitmaps: list[AbstractBitMap] = columns.cache.get_or_build(
         "value_bitmaps", columns.path, (id(column), column.version),
         lambda: [column.value_docs(value_id) for value_id in range(len(column.values))], CACHED_COLUMNS)
     return bitmaps
@@ -68,7 +68,7 @@ def gathers(candidate_count: int, pair_count: int) -> bool:
     return candidate_count < GATHER_THRESHOLD and candidate_count * GATHER_RATIO < pair_count
 
 
-def select_pairs(docs: np.ndarray, values: np.ndarray, candidates: BitMap,
+def select_pairs(docs: np.ndarray, values: np.ndarray, candidates: AbstractBitMap,
                  masks: DocMasks | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (``docs`` sorted ascending) whose doc is a candidate (``masks``: the request's)."""
     if docs.size == 0 or not candidates:
@@ -90,7 +90,7 @@ def plain_number(value: float) -> int | float:
     return int(value) if float(value).is_integer() and abs(value) < 2**53 else float(value)
 
 
-def string_counts(columns: FieldColumns, candidates: BitMap, masks: DocMasks | None = None) -> np.ndarray:
+def string_counts(columns: FieldColumns, candidates: AbstractBitMap, masks: DocMasks | None = None) -> np.ndarray:
     """Per value id of the field's value column, the number of candidates holding it."""
     column = columns.values
     assert column is not None
@@ -104,7 +104,7 @@ def string_counts(columns: FieldColumns, candidates: BitMap, masks: DocMasks | N
     return np.bincount(selected, minlength=len(column.values))
 
 
-def _string_entries(columns: FieldColumns, candidates: BitMap, limit: int,
+def _string_entries(columns: FieldColumns, candidates: AbstractBitMap, limit: int,
                     masks: DocMasks | None) -> list[tuple[int, int, int, Any, int]]:
     """The best ``limit`` (-count, kind, order within kind, value, count) of the strings/booleans."""
     column = columns.values
@@ -133,7 +133,7 @@ def _string_entries(columns: FieldColumns, candidates: BitMap, limit: int,
              column.values[value_id], int(counts[value_id])) for value_id in best.tolist()]
 
 
-def _number_entries(columns: FieldColumns, candidates: BitMap, limit: int,
+def _number_entries(columns: FieldColumns, candidates: AbstractBitMap, limit: int,
                     masks: DocMasks | None) -> list[tuple[int, int, float, Any, int]]:
     """The best ``limit`` (-count, 0, number, JSON number, count) of the field's numbers."""
     if columns.numeric is None:
@@ -151,7 +151,7 @@ def _number_entries(columns: FieldColumns, candidates: BitMap, limit: int,
             for number, count in zip(distinct[order].tolist(), counts[order].tolist())]
 
 
-def count_text_facet(columns: FieldColumns | None, candidates: BitMap, limit: int,
+def count_text_facet(columns: FieldColumns | None, candidates: AbstractBitMap, limit: int,
                      masks: DocMasks | None = None) -> list[dict[str, Any]]:
     """``[{"value": v, "count": n}, ...]``: the ``limit`` most frequent values among the candidates."""
     if limit <= 0 or columns is None or not candidates:

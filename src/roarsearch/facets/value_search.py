@@ -41,7 +41,7 @@ from bisect import bisect_left
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
@@ -127,10 +127,10 @@ class _ValueText:
         matched_words = np.zeros(self.words.size, dtype=bool)
         for length in range(max(1, len(query) - budget), len(query) + budget + 1):
             if length not in self._prefixes:
-                prefixes, word_of_prefix = np.unique(self.words.astype(f"U{length}"), return_inverse=True)
-                self._prefixes[length] = (prefixes.tolist(), word_of_prefix.astype(np.int32))
-            prefixes, word_of_prefix = self._prefixes[length]
-            distances = process.cdist([query], prefixes, scorer=OSA.distance, score_cutoff=budget, dtype=np.int32)[0]
+                unique_prefixes, word_of_prefix = np.unique(self.words.astype(f"U{length}"), return_inverse=True)
+                self._prefixes[length] = (unique_prefixes.tolist(), word_of_prefix.astype(np.int32))
+            prefix_list, word_of_prefix = self._prefixes[length]
+            distances = process.cdist([query], prefix_list, scorer=OSA.distance, score_cutoff=budget, dtype=np.int32)[0]
             matched_words |= (distances <= budget)[word_of_prefix]
         return self._values_of_words(np.flatnonzero(matched_words))
 
@@ -139,7 +139,8 @@ class _ValueText:
         starts, ends = self.word_values_start[word_ids], self.word_values_start[word_ids + 1]
         lengths = ends - starts
         positions = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-        return self.word_values[positions]
+        found: np.ndarray = self.word_values[positions]
+        return found
 
 
 def _join_lines(tokens: list[str], value_index: np.ndarray, size: int) -> list[str]:
@@ -158,7 +159,7 @@ def _value_text(columns: FieldColumns) -> _ValueText:
     return text
 
 
-def _string_matches(columns: FieldColumns, candidates: BitMap, query: str, budget: int, count: int) -> list[tuple[Any, ...]]:
+def _string_matches(columns: FieldColumns, candidates: AbstractBitMap, query: str, budget: int, count: int) -> list[tuple[Any, ...]]:
     """The best ``count`` (rank, -count, kind, order within kind, value, count) of the column's values."""
     column = columns.values
     assert column is not None
@@ -191,7 +192,7 @@ def _string_matches(columns: FieldColumns, candidates: BitMap, query: str, budge
     ]
 
 
-def _number_matches(columns: FieldColumns, candidates: BitMap, query: str, count: int) -> list[tuple[Any, ...]]:
+def _number_matches(columns: FieldColumns, candidates: AbstractBitMap, query: str, count: int) -> list[tuple[Any, ...]]:
     """Numbers of the field whose spelling the query begins (or all of them for an empty query)."""
     if columns.numeric is None:
         return []
@@ -211,7 +212,7 @@ def _number_matches(columns: FieldColumns, candidates: BitMap, query: str, count
     return found[:count]
 
 
-def search_facet_values(columns: FieldColumns | None, candidates: BitMap, query: str, count: int,
+def search_facet_values(columns: FieldColumns | None, candidates: AbstractBitMap, query: str, count: int,
                         typo_tolerance: int = 1) -> list[dict[str, Any]]:
     """``[{"value": v, "count": n}, ...]``: up to ``count`` values of the facet matching ``query``.
 

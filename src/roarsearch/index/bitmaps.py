@@ -10,15 +10,15 @@ from __future__ import annotations
 import array
 
 import numpy as np
-from pyroaring import BitMap, FrozenBitMap
+from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 #: The empty set, frozen: a caller that tried to grow it in place would fail loudly instead of
 #: silently changing every later answer that returns it.
 EMPTY = FrozenBitMap()
 
 
-def bitmap_from_array(doc_ids: np.ndarray) -> BitMap:
-    """A BitMap of ``doc_ids`` (any integer dtype, any order, duplicates allowed)."""
+def bitmap_from_array(doc_ids: np.ndarray) -> AbstractBitMap:
+    """A AbstractBitMap of ``doc_ids`` (any integer dtype, any order, duplicates allowed)."""
     if doc_ids.size == 0:
         return BitMap()
     buffer = array.array("I")
@@ -26,14 +26,14 @@ def bitmap_from_array(doc_ids: np.ndarray) -> BitMap:
     return BitMap(buffer)
 
 
-def array_from_bitmap(bitmap: BitMap) -> np.ndarray:
+def array_from_bitmap(bitmap: AbstractBitMap) -> np.ndarray:
     """The sorted doc ids of ``bitmap`` as a uint32 numpy array."""
     if not bitmap:
         return np.empty(0, dtype=np.uint32)
     return np.frombuffer(bitmap.to_array(), dtype=np.uint32)
 
 
-def union_all(bitmaps: list[BitMap]) -> BitMap:
+def union_all(bitmaps: list[AbstractBitMap]) -> AbstractBitMap:
     """Union of many bitmaps in one call (pyroaring's multi-way union)."""
     if not bitmaps:
         return BitMap()
@@ -71,9 +71,9 @@ class DocMasks:
     __slots__ = ("_masks",)
 
     def __init__(self) -> None:
-        self._masks: dict[int, tuple[BitMap, np.ndarray]] = {}
+        self._masks: dict[int, tuple[AbstractBitMap, np.ndarray]] = {}
 
-    def mask(self, docs: BitMap, size: int) -> np.ndarray:
+    def mask(self, docs: AbstractBitMap, size: int) -> np.ndarray:
         """A mask over doc ids ``0..size-1`` (or larger) with ``docs`` set."""
         found = self._masks.get(id(docs))
         if found is not None and found[0] is docs and found[1].size >= size:

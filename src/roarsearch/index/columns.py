@@ -27,7 +27,7 @@ import threading
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.normalize import fold_many
 from roarsearch.index.bitmaps import EMPTY, GrowableArray, array_from_bitmap, bitmap_from_array, union_all
@@ -63,7 +63,7 @@ class NumericColumn:
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
         self.minimum = GrowableArray(np.float64, np.nan)
         self.maximum = GrowableArray(np.float64, np.nan)
-        self.docs = BitMap()
+        self.docs: AbstractBitMap = BitMap()
         #: Whether any doc ever held several values: if not, min == max is the doc's only value.
         self.multi_valued = False
 
@@ -110,7 +110,7 @@ class NumericColumn:
         return found
 
     def range(self, low: float | None, low_inclusive: bool, high: float | None, high_inclusive: bool,
-              within: BitMap | None = None) -> BitMap:
+              within: AbstractBitMap | None = None) -> AbstractBitMap:
         """Docs with a value in the range (retired docs included unless ``within`` excludes them).
 
         Three ways, by size: docs of a small ``within`` set are checked directly (per-doc values, or
@@ -130,7 +130,7 @@ class NumericColumn:
         return bitmap_from_array(docs[lo:hi])
 
     def _check(self, docs: np.ndarray | None, low: float | None, low_inclusive: bool, high: float | None,
-               high_inclusive: bool) -> BitMap:
+               high_inclusive: bool) -> AbstractBitMap:
         if self.multi_valued and docs is not None:
             pair_docs, pair_values = self.pairs()
             start = np.searchsorted(pair_docs, docs, side="left")
@@ -179,7 +179,7 @@ class ValueColumn:
         self._flat: tuple[np.ndarray, np.ndarray] | None = None
         self._by_value: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.first = GrowableArray(np.int64, -1)
-        self.docs = BitMap()
+        self.docs: AbstractBitMap = BitMap()
         self._fold_rank: np.ndarray | None = None
         self._sort_ranks: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -273,7 +273,7 @@ class ValueColumn:
                 found = self._by_value
         return found
 
-    def value_docs(self, value_id: int) -> BitMap:
+    def value_docs(self, value_id: int) -> AbstractBitMap:
         """Docs holding value ``value_id`` (retired docs included: intersect with alive)."""
         docs, starts, ends = self._value_view()
         if value_id >= starts.size:
@@ -284,7 +284,7 @@ class ValueColumn:
         _docs, starts, ends = self._value_view()
         return int(ends[value_id] - starts[value_id]) if value_id < starts.size else 0
 
-    def equal_folded(self, folded: str) -> BitMap:
+    def equal_folded(self, folded: str) -> AbstractBitMap:
         self.folded  # noqa: B018 - builds the folded index on first use
         assert self._by_folded is not None
         value_ids = self._by_folded.get(folded)
@@ -292,7 +292,7 @@ class ValueColumn:
             return EMPTY
         return union_all([self.value_docs(value_id) for value_id in value_ids])
 
-    def equal_bool(self, value: bool) -> BitMap:
+    def equal_bool(self, value: bool) -> AbstractBitMap:
         # Only booleans and strings are keys here, and no string equals True or False.
         value_id = self.ids.get(value)
         return EMPTY if value_id is None else self.value_docs(value_id)
@@ -349,7 +349,7 @@ class FieldColumns:
         self.cache = cache if cache is not None else IndexCache()
         self.numeric: NumericColumn | None = None
         self.values: ValueColumn | None = None
-        self.exists = BitMap()
+        self.exists: AbstractBitMap = FrozenBitMap()
         self.has_text = False  # ever held a string
         self.has_bool = False  # ever held a boolean
 

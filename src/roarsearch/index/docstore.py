@@ -20,7 +20,7 @@ from typing import Any
 
 import msgpack
 import numpy as np
-from pyroaring import BitMap, FrozenBitMap
+from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.index.bitmaps import bitmap_from_array
 
@@ -52,7 +52,7 @@ class DocStore:
     def next_doc(self) -> int:
         return len(self.record_ids)
 
-    def add(self, records: list[dict[str, Any]]) -> tuple[np.ndarray, BitMap]:
+    def add(self, records: list[dict[str, Any]]) -> tuple[np.ndarray, AbstractBitMap]:
         """Store ``records`` under new doc ids; returns (new doc ids, doc ids they replaced).
 
         Within one batch a repeated id keeps its last record, as sequential upserts would.
@@ -100,7 +100,7 @@ class DocStore:
         self.alive = FrozenBitMap(self.alive - BitMap(retired))
         return found
 
-    def remove_docs(self, docs: BitMap) -> int:
+    def remove_docs(self, docs: AbstractBitMap) -> int:
         """Retire the given alive docs (delete by filter or clear); returns how many."""
         docs = docs & self.alive
         for doc in docs:
@@ -116,7 +116,8 @@ class DocStore:
         payload = self.payloads[doc]
         if payload is None:
             raise KeyError(doc)
-        return msgpack.unpackb(payload, raw=False, strict_map_key=False)
+        record: dict[str, Any] = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+        return record
 
     def id_rank(self) -> np.ndarray | None:
         """Per doc id, the rank of its record id in id order; None while doc order is id order."""

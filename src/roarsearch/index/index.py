@@ -18,7 +18,7 @@ from typing import Any
 
 import msgpack
 import numpy as np
-from pyroaring import BitMap, FrozenBitMap
+from pyroaring import AbstractBitMap, FrozenBitMap
 
 from roarsearch.analysis.normalize import fold_value
 from roarsearch.index import writer
@@ -59,7 +59,7 @@ class Index:
     def delete_ids(self, record_ids: list[RecordId]) -> list[bool]:
         return writer.delete_ids(self, record_ids)
 
-    def delete_docs(self, docs: BitMap) -> int:
+    def delete_docs(self, docs: AbstractBitMap) -> int:
         return writer.delete_docs(self, docs)
 
     def advance_generation(self) -> None:
@@ -81,16 +81,16 @@ class Index:
         """Fields that ever held a string, in order of first appearance (the order of ``*``)."""
         return list(self._text_fields)
 
-    def field_docs(self, path: str, term_ids: list[int]) -> BitMap:
+    def field_docs(self, path: str, term_ids: list[int]) -> AbstractBitMap:
         postings = self.postings.get(path)
         return EMPTY if postings is None else postings.bitmap(term_ids)
 
-    def cached_union(self, key: tuple[Any, ...], build: Any) -> BitMap:
+    def cached_union(self, key: tuple[Any, ...], build: Any) -> AbstractBitMap:
         """A union of many postings (a wide typo expansion) kept until the next write."""
-        result: BitMap = self.cache.get_or_build("word_docs", key, self.generation, build, WORD_UNION_CACHE_SIZE)
+        result: AbstractBitMap = self.cache.get_or_build("word_docs", key, self.generation, build, WORD_UNION_CACHE_SIZE)
         return result
 
-    def prefix_docs(self, path: str, prefix: str) -> BitMap:
+    def prefix_docs(self, path: str, prefix: str) -> AbstractBitMap:
         """Docs with a term starting with ``prefix`` in field ``path``.
 
         Short prefixes expand to thousands of terms; their unions are cached until the next write so
@@ -99,7 +99,7 @@ class Index:
         postings = self.postings.get(path)
         if postings is None:
             return EMPTY
-        result: BitMap = self.cache.get_or_build(
+        result: AbstractBitMap = self.cache.get_or_build(
             "prefix_docs", (path, prefix), self.generation,
             lambda: postings.bitmap(self.lexicon.prefix_ids(prefix).tolist()), WORD_UNION_CACHE_SIZE)
         return result
@@ -137,7 +137,9 @@ class Index:
         value_keys: list[Any] = []
         top_level = parts[0] if len(parts) == 1 else None
         alive = self.alive
-        for doc, payload in zip(alive, map(payloads.__getitem__, alive)):
+        for doc in alive:
+            payload = payloads[doc]
+            assert payload is not None  # an alive doc always has its record
             record = unpackb(payload, raw=False, strict_map_key=False)
             if top_level is not None:  # the common case: a top-level scalar or array of scalars
                 value = record.get(top_level)
@@ -160,11 +162,11 @@ class Index:
     def known_fields(self) -> Collection[str]:
         return self.columns.keys()
 
-    def equal_number(self, field: str, value: float) -> BitMap:
+    def equal_number(self, field: str, value: float) -> AbstractBitMap:
         columns = self.columns.get(field)
         if columns is None:
             return EMPTY
-        found: list[BitMap] = []
+        found: list[AbstractBitMap] = []
         if columns.numeric is not None:
             found.append(columns.numeric.range(value, True, value, True))
         values = self.value_column(field) if value in (0, 1) else None
@@ -172,22 +174,22 @@ class Index:
             found.append(values.equal_bool(bool(value)))
         return union_all(found)
 
-    def equal_text(self, field: str, text: str) -> BitMap:
+    def equal_text(self, field: str, text: str) -> AbstractBitMap:
         values = self.value_column(field)
         return EMPTY if values is None else values.equal_folded(fold_value(text))
 
-    def equal_bool(self, field: str, value: bool) -> BitMap:
+    def equal_bool(self, field: str, value: bool) -> AbstractBitMap:
         values = self.value_column(field)
         return EMPTY if values is None else values.equal_bool(value)
 
     def number_range(self, field: str, low: float | None, low_inclusive: bool, high: float | None,
-                     high_inclusive: bool, within: BitMap | None = None) -> BitMap:
+                     high_inclusive: bool, within: AbstractBitMap | None = None) -> AbstractBitMap:
         columns = self.columns.get(field)
         if columns is None or columns.numeric is None:
             return EMPTY
         return columns.numeric.range(low, low_inclusive, high, high_inclusive, within)
 
-    def exists(self, field: str) -> BitMap:
+    def exists(self, field: str) -> AbstractBitMap:
         columns = self.columns.get(field)
         return EMPTY if columns is None else columns.exists
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import array_from_bitmap
 from roarsearch.index.index import Index
@@ -52,7 +52,7 @@ def compare_indexes(loaded: Index, rebuilt: Index) -> list[str]:
     return list(problems)
 
 
-def _record_ids(index: Index, docs: BitMap) -> set[Any]:
+def _record_ids(index: Index, docs: AbstractBitMap) -> set[Any]:
     ids = index.docs.record_ids
     return {ids[doc] for doc in docs & index.alive}
 
@@ -142,7 +142,7 @@ def _per_record(keys: np.ndarray, dense: np.ndarray) -> dict[int, float]:
     return dict(zip(keys[:size][keep].tolist(), dense[:size][keep].tolist()))
 
 
-def _pair_docs(column: Any) -> BitMap:
+def _pair_docs(column: Any) -> AbstractBitMap:
     docs, _ = column.pairs()
     return BitMap(np.unique(docs).tolist())
 

@@ -232,7 +232,7 @@ class Lexicon:
         return list(self._terms)
 
     @classmethod
-    def from_terms(cls, terms: list[str]) -> "Lexicon":
+    def from_terms(cls, terms: list[str]) -> Lexicon:
         """A lexicon of ``terms`` with ids in list order (the integrity check rebuilds with it)."""
         lexicon = cls()
         lexicon.intern_many(terms)
@@ -410,7 +410,7 @@ class Lexicon:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "Lexicon":
+    def from_state(cls, state: dict[str, Any]) -> Lexicon:
         lexicon = cls()
         terms = state["terms"].split("\x00") if state["count"] else []
         lexicon._terms = terms

@@ -1,6 +1,6 @@
 """Inverted postings and token positions, per field.
 
-Owns: (field, term id) → ``BitMap`` of doc ids, and for each field the positions of every token
+Owns: (field, term id) → ``AbstractBitMap`` of doc ids, and for each field the positions of every token
 (for proximity ranking and match checks), kept in numpy arrays rather than per-doc objects.
 
 Postings are append-only: a batch ORs its doc ids into each term's bitmap (one pyroaring call per
@@ -18,10 +18,9 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, union_all
-
 
 #: Term-sorted token chunks are merged into one when there are more than this many, so that a
 #: lookup costs a few binary searches however many batches were written.
@@ -38,7 +37,7 @@ class FieldPostings:
         self._lock = threading.RLock()
         #: Bitmaps in use. After a snapshot load most terms are still serialised in ``_saved`` and
         #: are deserialised the first time a query or a write touches them (opening stays fast).
-        self.terms: dict[int, BitMap] = {}
+        self.terms: dict[int, AbstractBitMap] = {}
         self._saved: tuple[np.ndarray, np.ndarray, np.ndarray, memoryview] | None = None
         self.docs = BitMap()  # docs having at least one token in this field
         # Each chunk: (terms, docs, positions), sorted by term, then doc, then position.
@@ -77,7 +76,7 @@ class FieldPostings:
         order = np.argsort(terms, kind="stable")
         self._chunks = [(terms[order], docs[order], positions[order])]
 
-    def bitmap(self, term_ids: list[int]) -> BitMap:
+    def bitmap(self, term_ids: list[int]) -> AbstractBitMap:
         """Docs containing any of ``term_ids`` in this field."""
         postings = self.terms
         if self._saved is None:
@@ -88,11 +87,11 @@ class FieldPostings:
             return EMPTY
         return union_all(found)
 
-    def _get(self, term: int) -> BitMap | None:
+    def _get(self, term: int) -> AbstractBitMap | None:
         bitmap = self.terms.get(term)
         return bitmap if bitmap is not None else self._load(term)
 
-    def _load(self, term: int) -> BitMap | None:
+    def _load(self, term: int) -> AbstractBitMap | None:
         """Deserialise a saved term's bitmap (None when the term never occurred in this field)."""
         with self._lock:
             if self._saved is None or term in self.terms:  # another reader got here first
@@ -101,7 +100,8 @@ class FieldPostings:
             position = int(np.searchsorted(term_ids, term))
             if position >= term_ids.size or int(term_ids[position]) != term:
                 return None
-            bitmap = BitMap.deserialize(blob[int(starts[position]):int(ends[position])])
+            # pyroaring reads any buffer; its stubs say bytes (a copy here would cost the lazy load its point)
+            bitmap = BitMap.deserialize(blob[int(starts[position]):int(ends[position])])  # type: ignore[arg-type]
             self.terms[term] = bitmap
             return bitmap
 
@@ -112,7 +112,7 @@ class FieldPostings:
         self.terms = {}
         self._saved = (term_ids[order], starts[order], ends[order], memoryview(blob))
 
-    def all_terms(self) -> dict[int, BitMap]:
+    def all_terms(self) -> dict[int, AbstractBitMap]:
         """Every term's bitmap, deserialising whatever is still saved (snapshots, checks)."""
         with self._lock:
             if self._saved is not None:
@@ -120,7 +120,7 @@ class FieldPostings:
                 terms = self.terms
                 for term, start, end in zip(term_ids.tolist(), starts.tolist(), ends.tolist()):
                     if term not in terms:
-                        terms[term] = BitMap.deserialize(blob[start:end])
+                        terms[term] = BitMap.deserialize(blob[start:end])  # type: ignore[arg-type]  # any buffer works
                 self._saved = None
         return self.terms
 

@@ -27,7 +27,7 @@ INDEX_STATE_VERSION = 1
 
 def _bytes(array: np.ndarray) -> memoryview:
     # A view, not a copy: the snapshot writer streams it straight from the array's buffer.
-    return memoryview(np.ascontiguousarray(array)).cast("B")
+    return memoryview(np.ascontiguousarray(array).data).cast("B")
 
 
 def _array(buffer: bytes, dtype: type) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.analyzer import analyze_batch
 from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns
@@ -88,7 +88,7 @@ def _collect_flat(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFi
                   value_fields: set[str]) -> bool:
     """Collect a record whose values are scalars or arrays of scalars (the common shape) without
     the generic leaf walk; returns False, having collected nothing, for any other shape."""
-    for key, value in record.items():
+    for value in record.values():
         kind = type(value)
         if kind is dict or (kind is list and any(type(element) in (dict, list) for element in value)):
             return False
@@ -134,7 +134,7 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
         _add_leaf(fields, path, doc, element, value, first_texts)
 
 
-def add_records(index: "Index", records: list[dict[str, Any]]) -> None:
+def add_records(index: Index, records: list[dict[str, Any]]) -> None:
     """Insert or replace validated records (the last of repeated ids wins)."""
     new_docs, _replaced = index.docs.add(records)
     by_field: dict[str, _BatchFields] = {}
@@ -149,11 +149,11 @@ def add_records(index: "Index", records: list[dict[str, Any]]) -> None:
     index.advance_generation()
 
 
-def _add_field(index: "Index", path: str, fields: _BatchFields) -> None:
+def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
     columns = index.columns.get(path)
     if columns is None:
         columns = index.columns[path] = FieldColumns(path, index.cache)
-    columns.exists = columns.exists | BitMap(fields.present)
+    columns.exists = FrozenBitMap(columns.exists | BitMap(fields.present))
     columns.has_bool |= fields.has_bool
     if fields.texts:
         columns.has_text = True
@@ -174,14 +174,14 @@ def _add_field(index: "Index", path: str, fields: _BatchFields) -> None:
         value_column.add(np.asarray(fields.value_docs, dtype=np.uint32), value_ids)
 
 
-def delete_ids(index: "Index", record_ids: list[RecordId]) -> list[bool]:
+def delete_ids(index: Index, record_ids: list[RecordId]) -> list[bool]:
     """Retire the records of ``record_ids``; one flag per id, False where it was absent."""
     found = index.docs.remove(record_ids)
     index.advance_generation()
     return found
 
 
-def delete_docs(index: "Index", docs: BitMap) -> int:
+def delete_docs(index: Index, docs: AbstractBitMap) -> int:
     """Retire the alive docs of ``docs`` (delete by filter, clear); returns how many."""
     deleted = index.docs.remove_docs(docs)
     index.advance_generation()

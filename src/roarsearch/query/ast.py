@@ -8,7 +8,6 @@ so that errors found after parsing (an unknown field) can still point at the inp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,23 +56,23 @@ class Exists:
 
 @dataclass(frozen=True, slots=True)
 class And:
-    children: tuple["FilterNode", ...]
+    children: tuple[FilterNode, ...]
     span: Span
 
 
 @dataclass(frozen=True, slots=True)
 class Or:
-    children: tuple["FilterNode", ...]
+    children: tuple[FilterNode, ...]
     span: Span
 
 
 @dataclass(frozen=True, slots=True)
 class Not:
-    child: "FilterNode"
+    child: FilterNode
     span: Span
 
 
-FilterNode = Union[Compare, In, Exists, And, Or, Not]
+FilterNode = Compare | In | Exists | And | Or | Not
 
 
 def fields_of(node: FilterNode) -> list[tuple[str, Span]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import DocMasks
 from roarsearch.index.index import Index
@@ -38,16 +38,16 @@ class SearchContext:
     #: The query words kept after word dropping (all of them unless nothing matched them all).
     words: list[WordPlan]
     #: Alive docs holding every kept word (every alive doc for an empty query).
-    word_docs: BitMap
+    word_docs: AbstractBitMap
     #: Per field, the docs its facet filter entries select.
-    facet_filters: dict[str, BitMap]
+    facet_filters: dict[str, AbstractBitMap]
     #: The match set: ``word_docs`` passing every facet filter and the filter expression.
-    candidates: BitMap
+    candidates: AbstractBitMap
     #: Dense masks of this request's candidate sets, shared by its facets.
     masks: DocMasks = field(default_factory=DocMasks)
-    _filtered_word_docs: BitMap | None = None
+    _filtered_word_docs: AbstractBitMap | None = None
 
-    def without_facet_filter(self, facet: str) -> BitMap:
+    def without_facet_filter(self, facet: str) -> AbstractBitMap:
         """The match set with every facet filter but ``facet``'s own: what that facet counts over
         (disjunctive facets: a ticked brand still shows the other brands)."""
         if facet not in self.facet_filters:
@@ -83,7 +83,7 @@ def prepare_search(index: Index, request: SearchRequest) -> SearchContext:
     return SearchContext(index, request, fields, matcher, words[:kept], word_docs, facet_filters, candidates)
 
 
-def _narrow(index: Index, request: SearchRequest, facet_filters: dict[str, BitMap], docs: BitMap) -> BitMap:
+def _narrow(index: Index, request: SearchRequest, facet_filters: dict[str, AbstractBitMap], docs: AbstractBitMap) -> AbstractBitMap:
     """``docs`` passing every facet filter, then the filter expression."""
     for selected in facet_filters.values():
         docs = docs & selected
@@ -92,12 +92,12 @@ def _narrow(index: Index, request: SearchRequest, facet_filters: dict[str, BitMa
     return _apply_filter(index, request, docs)
 
 
-def _apply_filter(index: Index, request: SearchRequest, docs: BitMap) -> BitMap:
+def _apply_filter(index: Index, request: SearchRequest, docs: AbstractBitMap) -> AbstractBitMap:
     if request.filter_tree is None:
         return docs
     return evaluate_filter(request.filter_tree, index, docs)
 
 
-def filter_docs(index: Index, request: SearchRequest) -> BitMap:
+def filter_docs(index: Index, request: SearchRequest) -> AbstractBitMap:
     """Alive docs passing the request's filter expression alone (delete by filter)."""
     return _apply_filter(index, request, index.alive)

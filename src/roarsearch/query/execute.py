@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Protocol
 
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap
 
 from roarsearch.index.bitmaps import union_all
 from roarsearch.query.ast import And, Compare, Exists, FilterNode, In, Literal, Not, Or
@@ -30,15 +30,15 @@ from roarsearch.query.filter_parser import _NUMBER
 
 class FieldReader(Protocol):
     def known_fields(self) -> Collection[str]: ...
-    def equal_number(self, field: str, value: float) -> BitMap: ...
-    def equal_text(self, field: str, text: str) -> BitMap: ...
-    def equal_bool(self, field: str, value: bool) -> BitMap: ...
+    def equal_number(self, field: str, value: float) -> AbstractBitMap: ...
+    def equal_text(self, field: str, text: str) -> AbstractBitMap: ...
+    def equal_bool(self, field: str, value: bool) -> AbstractBitMap: ...
     def number_range(self, field: str, low: float | None, low_inclusive: bool,
-                     high: float | None, high_inclusive: bool, within: BitMap | None = None) -> BitMap: ...
-    def exists(self, field: str) -> BitMap: ...
+                     high: float | None, high_inclusive: bool, within: AbstractBitMap | None = None) -> AbstractBitMap: ...
+    def exists(self, field: str) -> AbstractBitMap: ...
 
 
-def _equal(reader: FieldReader, field: str, literal: Literal) -> BitMap:
+def _equal(reader: FieldReader, field: str, literal: Literal) -> AbstractBitMap:
     value = literal.value
     if literal.kind == "bool":
         return reader.equal_bool(field, bool(value))
@@ -58,7 +58,7 @@ def _source_text(literal: Literal) -> str:
     return str(value)
 
 
-def _range(reader: FieldReader, node: Compare, universe: BitMap) -> BitMap:
+def _range(reader: FieldReader, node: Compare, universe: AbstractBitMap) -> AbstractBitMap:
     bound = float(node.value.value)
     if node.op == ">":
         return reader.number_range(node.field, bound, False, None, False, universe)
@@ -69,12 +69,12 @@ def _range(reader: FieldReader, node: Compare, universe: BitMap) -> BitMap:
     return reader.number_range(node.field, None, False, bound, True, universe)
 
 
-def evaluate_filter(node: FilterNode, reader: FieldReader, universe: BitMap) -> BitMap:
+def evaluate_filter(node: FilterNode, reader: FieldReader, universe: AbstractBitMap) -> AbstractBitMap:
     """Docs of ``universe`` selected by ``node`` (always a subset of ``universe``)."""
     return _evaluate(node, reader, universe)
 
 
-def _evaluate(node: FilterNode, reader: FieldReader, universe: BitMap) -> BitMap:
+def _evaluate(node: FilterNode, reader: FieldReader, universe: AbstractBitMap) -> AbstractBitMap:
     if isinstance(node, Compare):
         if node.op in ("=", "!="):
             matched = _equal(reader, node.field, node.value) & universe

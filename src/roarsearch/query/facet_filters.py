@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.index import Index
 from roarsearch.query.intervals import Interval, docs_in_intervals
 
 
-def text_facet_filter_docs(index: Index, field: str, values: tuple[Any, ...]) -> BitMap:
+def text_facet_filter_docs(index: Index, field: str, values: tuple[Any, ...]) -> AbstractBitMap:
     """Docs whose ``field`` holds any of ``values``."""
     result = BitMap()
     for value in values:
@@ -31,15 +31,15 @@ def text_facet_filter_docs(index: Index, field: str, values: tuple[Any, ...]) ->
     return result
 
 
-def numeric_facet_filter_docs(index: Index, field: str, intervals: tuple[Interval, ...]) -> BitMap:
+def numeric_facet_filter_docs(index: Index, field: str, intervals: tuple[Interval, ...]) -> AbstractBitMap:
     """Docs whose ``field`` has a value in any of ``intervals``."""
     return docs_in_intervals(index.columns.get(field), intervals)
 
 
 def facet_filter_docs(index: Index, text_filters: dict[str, tuple[Any, ...]],
-                      numeric_filters: dict[str, tuple[Interval, ...]]) -> dict[str, BitMap]:
+                      numeric_filters: dict[str, tuple[Interval, ...]]) -> dict[str, AbstractBitMap]:
     """Per field, the docs its text and numeric facet filter entries select (ANDed when both)."""
-    selected: dict[str, BitMap] = {}
+    selected: dict[str, AbstractBitMap] = {}
     for field, values in text_filters.items():
         if values:
             selected[field] = text_facet_filter_docs(index, field, values)

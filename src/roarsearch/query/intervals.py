@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.errors import BadRequestError
 from roarsearch.index.bitmaps import union_all
@@ -65,13 +65,13 @@ def parse_interval(text: str, where: str) -> Interval:
     return Interval(low, opening == "[", high, closing == "]", text)
 
 
-def interval_docs(columns: FieldColumns | None, interval: Interval) -> BitMap:
+def interval_docs(columns: FieldColumns | None, interval: Interval) -> AbstractBitMap:
     """Docs having a numeric value inside ``interval``."""
     if columns is None or columns.numeric is None:
         return BitMap()
     return columns.numeric.range(interval.low, interval.low_inclusive, interval.high, interval.high_inclusive)
 
 
-def docs_in_intervals(columns: FieldColumns | None, intervals: tuple[Interval, ...] | list[Interval]) -> BitMap:
+def docs_in_intervals(columns: FieldColumns | None, intervals: tuple[Interval, ...] | list[Interval]) -> AbstractBitMap:
     """Docs with a value in any of ``intervals``."""
     return union_all([interval_docs(columns, interval) for interval in intervals])

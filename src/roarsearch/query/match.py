@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap
 
 from roarsearch.index.bitmaps import EMPTY, union_all
 from roarsearch.index.index import Index
@@ -25,9 +25,9 @@ class WordMatcher:
 
     index: Index
     fields: list[str]
-    _cache: dict[tuple[int, int, str | None], BitMap] = field(default_factory=dict)
+    _cache: dict[tuple[int, int, str | None], AbstractBitMap] = field(default_factory=dict)
 
-    def docs(self, word: WordPlan, max_typos: int, field: str | None = None) -> BitMap:
+    def docs(self, word: WordPlan, max_typos: int, field: str | None = None) -> AbstractBitMap:
         """Docs where ``word`` matches with at most ``max_typos`` typos (in ``field``, or any searched field)."""
         key = (word.position, max_typos, field)
         cached = self._cache.get(key)
@@ -37,7 +37,7 @@ class WordMatcher:
         shared_key = (word.text, word.prefix, max_typos, tuple(fields), len(word.variants))
         term_ids = word.term_ids(max_typos)
 
-        def union() -> BitMap:
+        def union() -> AbstractBitMap:
             parts = [self.index.field_docs(name, term_ids) for name in fields]
             if word.prefix is not None:
                 parts.extend(self.index.prefix_docs(name, word.prefix) for name in fields)
@@ -48,7 +48,7 @@ class WordMatcher:
         self._cache[key] = result
         return result
 
-    def exact_docs(self, word: WordPlan) -> BitMap:
+    def exact_docs(self, word: WordPlan) -> AbstractBitMap:
         """Docs where the word itself (no typo, not a longer word) occurs in a searched field."""
         term_ids = word.exact_term_ids()
         if not term_ids:

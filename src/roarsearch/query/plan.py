@@ -60,7 +60,7 @@ def allowed_typos(word: str, typo_tolerance: int) -> int:
     return min(2, typo_tolerance)
 
 
-def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int,
+def plan_words(lexicon: LexiconLike, query: str, typo_tolerance: int,
                cache: IndexCache | None = None) -> list[WordPlan]:
     """Expand every word of ``query``; the last word also matches as a prefix, unless the query
     ends with a space (the user has finished typing it).
@@ -76,11 +76,8 @@ def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int,
     for position, word in enumerate(words):
         is_prefix = position == len(words) - 1 and typing_last_word
         budget = allowed_typos(word, typo_tolerance)
-        if cache is None:
-            variants = _expand(lexicon, word, budget, is_prefix)
-        else:
-            variants = cache.get_or_build("expansions", (word, budget, is_prefix), len(lexicon),
-                                          lambda: _expand(lexicon, word, budget, is_prefix), EXPANSION_CACHE_SIZE)
+        variants = _expand(lexicon, word, budget, is_prefix) if cache is None else _cached_expand(
+            cache, lexicon, word, budget, is_prefix)
         plans.append(WordPlan(word, position, is_prefix, variants, word if is_prefix else None))
     return plans
 
@@ -89,7 +86,15 @@ def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int,
 EXPANSION_CACHE_SIZE = 4096
 
 
-def _expand(lexicon: "LexiconLike", word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...]:
+def _cached_expand(cache: IndexCache, lexicon: LexiconLike, word: str, budget: int,
+                   is_prefix: bool) -> tuple[Variant, ...]:
+    expanded: tuple[Variant, ...] = cache.get_or_build(
+        "expansions", (word, budget, is_prefix), len(lexicon), lambda: _expand(lexicon, word, budget, is_prefix),
+        EXPANSION_CACHE_SIZE)
+    return expanded
+
+
+def _expand(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...]:
     """Every term ``word`` may match within ``budget`` typos, with its cost."""
     best: dict[int, tuple[int, bool]] = {}
     exact_id = lexicon.id_of(word)

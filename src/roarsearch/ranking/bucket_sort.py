@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.docstore import DocStore
@@ -40,7 +40,7 @@ PROXIMITY_CAP = 8
 #: Bits per rule in the packed cost behind ``_rank`` (typo, proximity, attribute, exactness).
 _COST_BITS = (8, 8, 8, 8)
 
-Rule = Callable[[BitMap], Iterator[tuple[int, BitMap]]]
+Rule = Callable[[AbstractBitMap], Iterator[tuple[int, AbstractBitMap]]]
 
 
 def pack_costs(typo: int, proximity: int, attribute: int, exactness: int) -> float:
@@ -60,7 +60,7 @@ class RelevanceRules:
 
     # ---------------------------------------------------------------- the rules
 
-    def typo_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
+    def typo_buckets(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
         """Docs by total typo count: DP over words of "docs matching words[:k] within c typos"."""
         if not self.words:
             yield 0, candidates
@@ -91,7 +91,7 @@ class RelevanceRules:
         if rest:
             yield total, rest
 
-    def proximity_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
+    def proximity_buckets(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
         # A lone candidate is measured too: its _rank must not depend on which other docs match.
         if len(self.words) < 2 or not candidates:
             yield 0, candidates
@@ -101,7 +101,7 @@ class RelevanceRules:
         for cost in np.unique(costs).tolist():
             yield int(cost), bitmap_from_array(docs[costs == cost])
 
-    def attribute_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
+    def attribute_buckets(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
         fields = self.matcher.fields
         if len(fields) < 2 or not self.words:
             yield 0, candidates
@@ -122,7 +122,7 @@ class RelevanceRules:
         if remaining:
             yield 2 * len(fields), remaining
 
-    def exactness_buckets(self, candidates: BitMap) -> Iterator[tuple[int, BitMap]]:
+    def exactness_buckets(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
         if not self.words:
             yield 0, candidates
             return
@@ -162,9 +162,10 @@ class RelevanceRules:
                 pair_docs, pair_best = distance
                 slots = np.searchsorted(docs, pair_docs)
                 np.minimum.at(best[pair], slots, pair_best)
-        return best.sum(axis=0)
+        costs: np.ndarray = best.sum(axis=0)
+        return costs
 
-    def all_costs(self, candidates: BitMap) -> tuple[np.ndarray, np.ndarray]:
+    def all_costs(self, candidates: AbstractBitMap) -> tuple[np.ndarray, np.ndarray]:
         """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
         docs = array_from_bitmap(candidates)
         costs = np.zeros((4, docs.size), dtype=np.int64)
@@ -211,7 +212,7 @@ def _pair_distance(
     return pair_docs[first], np.minimum(distance[first] - 1, PROXIMITY_CAP)
 
 
-def order_by_id(docstore: DocStore, bucket: BitMap, start: int, stop: int) -> list[int]:
+def order_by_id(docstore: DocStore, bucket: AbstractBitMap, start: int, stop: int) -> list[int]:
     """Docs ``start:stop`` of ``bucket`` in record id order."""
     rank = docstore.id_rank()
     if rank is None:  # doc order is record id order: slice the bitmap directly
@@ -223,19 +224,20 @@ def order_by_id(docstore: DocStore, bucket: BitMap, start: int, stop: int) -> li
         top = top[np.argsort(keys[top], kind="stable")]
     else:
         top = np.argsort(keys, kind="stable")
-    return docs[top[start:stop]].tolist()
+    ordered: list[int] = docs[top[start:stop]].tolist()
+    return ordered
 
 
 def bucket_sort(
-    candidates: BitMap, rules: list[Rule], docstore: DocStore, skip: int, count: int
+    candidates: AbstractBitMap, rules: list[Rule], docstore: DocStore, skip: int, count: int
 ) -> list[tuple[int, tuple[int, ...]]]:
     """The docs of page ``skip:skip+count`` of ``candidates`` with their rule costs."""
     placed: list[tuple[int, tuple[int, ...]]] = []
     skipped = 0
     # Iterative depth-first walk; each stack frame is (depth, costs so far, bucket iterator).
-    stack: list[tuple[int, tuple[int, ...], Iterator[tuple[int, BitMap]]]] = []
+    stack: list[tuple[int, tuple[int, ...], Iterator[tuple[int, AbstractBitMap]]]] = []
 
-    def place(bucket: BitMap, costs: tuple[int, ...]) -> None:
+    def place(bucket: AbstractBitMap, costs: tuple[int, ...]) -> None:
         nonlocal skipped
         start = skip - skipped
         stop = start + (count - len(placed))
@@ -244,7 +246,7 @@ def bucket_sort(
         padded = costs + (0,) * (len(rules) - len(costs))
         placed.extend((doc, padded) for doc in ordered)
 
-    def visit(bucket: BitMap, depth: int, costs: tuple[int, ...]) -> None:
+    def visit(bucket: AbstractBitMap, depth: int, costs: tuple[int, ...]) -> None:
         nonlocal skipped
         if skipped + len(bucket) <= skip:
             skipped += len(bucket)

@@ -7,7 +7,7 @@ rank of every doc it has placed, so groups can show ``_rank`` without ranking tw
 
 from __future__ import annotations
 
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap
 
 from roarsearch.query.context import SearchContext
 from roarsearch.ranking.bucket_sort import RelevanceRules, bucket_sort, pack_costs
@@ -25,7 +25,7 @@ class Ranker:
         #: ``_rank`` of every doc placed so far by this ranker.
         self.ranks: dict[int, float] = {}
 
-    def page(self, docs: BitMap, skip: int, count: int) -> list[tuple[int, float]]:
+    def page(self, docs: AbstractBitMap, skip: int, count: int) -> list[tuple[int, float]]:
         """Docs ``skip:skip+count`` of ``docs`` in order, with their ``_rank``."""
         if self._sort:
             sorted_page = sort_page(self._index, docs, self._sort, self._relevance if self._ranked else None, skip, count)
@@ -36,6 +36,6 @@ class Ranker:
         self.ranks.update(placed)
         return placed
 
-    def docs(self, docs: BitMap, skip: int, count: int) -> list[int]:
+    def docs(self, docs: AbstractBitMap, skip: int, count: int) -> list[int]:
         """The docs of :meth:`page` alone (their ranks are kept in :attr:`ranks`)."""
         return [doc for doc, _rank in self.page(docs, skip, count)]

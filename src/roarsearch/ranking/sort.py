@@ -16,11 +16,11 @@ page ``skip + count`` (ties at the cut included) are fully sorted with ``numpy.l
 from __future__ import annotations
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap
 
-from roarsearch.query.request import SortKey
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.index import Index
+from roarsearch.query.request import SortKey
 from roarsearch.ranking.bucket_sort import RelevanceRules
 
 RANK_KEY = "_rank"
@@ -61,7 +61,7 @@ def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool) ->
 PRESORTED_CHUNK = 4096
 
 
-def _presorted_docs(index: Index, candidates: BitMap, keys: tuple[SortKey, ...], wanted: int) -> np.ndarray | None:
+def _presorted_docs(index: Index, candidates: AbstractBitMap, keys: tuple[SortKey, ...], wanted: int) -> np.ndarray | None:
     """For one numeric sort key: the candidates that can reach the page, read from the column's
     value-sorted pairs starting at the best end, instead of keying every candidate.
 
@@ -95,7 +95,7 @@ def _presorted_docs(index: Index, candidates: BitMap, keys: tuple[SortKey, ...],
 
 def sort_page(
     index: Index,
-    candidates: BitMap,
+    candidates: AbstractBitMap,
     keys: tuple[SortKey, ...],
     relevance: RelevanceRules | None,
     skip: int,

@@ -204,7 +204,8 @@ class Service:
                 if handler is None:
                     raise MethodNotAllowedError(f"method {request.method} is not allowed on {request.url.path}; "
                                                 f"allowed: {allowed}")
-                return await handler(request)
+                response: Response = await handler(request)
+                return response
             except SearchError as error:
                 return failure_response(request, error, {"Allow": allowed})
             except Exception:  # an internal failure: the log has the traceback, the client the id

@@ -129,7 +129,7 @@ def wal_record_length(data: bytes | memoryview, offset: int) -> int | None:
     length, _seq, header_checksum, _body = WAL_RECORD_HEADER.unpack_from(data, offset)
     if crc32(data[offset:offset + WAL_HEADER_CHECKED]) != header_checksum:
         return None
-    return WAL_RECORD_HEADER.size + length
+    return WAL_RECORD_HEADER.size + int(length)
 
 
 def find_wal_record(data: bytes, start: int, seq: int) -> int | None:

@@ -28,6 +28,7 @@ import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 #: Operation kinds :class:`FaultyFileSystem` counts (reads are never failed).
 MUTATIONS = ("append", "write_new", "write_at", "fsync", "fsync_dir", "replace", "truncate", "remove", "makedirs")
@@ -210,7 +211,7 @@ class FaultyFileSystem(FileSystem):
     #: path → content at its last fsync (None: the file did not exist then), for files written since.
     durable: dict[str, bytes | None] = field(default_factory=dict)
     #: directory → its entry changes since its last fsync, oldest first.
-    pending_entries: dict[str, list[tuple]] = field(default_factory=dict)
+    pending_entries: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
     _failing: bool = False
     _crashed: bool = False
 
@@ -243,7 +244,7 @@ class FaultyFileSystem(FileSystem):
         if not os.path.exists(path):
             self._entry_change(path, ("create", path))
 
-    def _entry_change(self, path: str, change: tuple) -> None:
+    def _entry_change(self, path: str, change: tuple[Any, ...]) -> None:
         self.pending_entries.setdefault(os.path.dirname(path), []).append(change)
 
     # ------------------------------------------------------------------ operations
@@ -339,7 +340,7 @@ class FaultyFileSystem(FileSystem):
             if current is None:
                 continue
             _put(path, _lose_unsynced(rng, before or b"", current))
-        for directory, changes in sorted(self.pending_entries.items()):
+        for _directory, changes in sorted(self.pending_entries.items()):
             kept = rng.randint(0, len(changes))
             for change in reversed(changes[kept:]):
                 _undo_entry_change(change)
@@ -366,7 +367,7 @@ def _lose_unsynced(rng: random.Random, before: bytes, current: bytes) -> bytes:
     return bytes(garbled)
 
 
-def _undo_entry_change(change: tuple) -> None:
+def _undo_entry_change(change: tuple[Any, ...]) -> None:
     kind = change[0]
     if kind == "create":
         _put(change[1], None)

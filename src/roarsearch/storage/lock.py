@@ -64,7 +64,7 @@ class DirectoryLock:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
-    def __enter__(self) -> "DirectoryLock":
+    def __enter__(self) -> DirectoryLock:
         self.acquire()
         return self
 

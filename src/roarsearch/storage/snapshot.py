@@ -207,7 +207,7 @@ def _decode(path: str, data: Buffer | mmap.mmap) -> Any:
         gc.disable()
         try:
             return msgpack.unpackb(body, raw=False, strict_map_key=False)
-        except Exception as error:  # noqa: BLE001 - a checksummed body that does not decode is corruption too
+        except Exception as error:
             raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body does not decode ({error})") from error
         finally:
             if collecting:

@@ -98,7 +98,7 @@ def _decode(path: str, data: bytes, records: list[WalRecord], after_seq: int) ->
             continue  # already in the snapshot (a crash came between its rename and the log reset)
         try:
             payload = msgpack.unpackb(view[record.body_start:record.end], raw=False, strict_map_key=False)
-        except Exception as error:  # noqa: BLE001 - a checksummed payload that does not decode is corruption
+        except Exception as error:
             raise CorruptionError(
                 f"{path}: offset {record.body_start}: write-ahead log payload does not decode ({error})"
             ) from error
