@@ -91,7 +91,7 @@ def passes_facet_filters(record: dict[str, Any], request: dict[str, Any], leave_
 
 def model_answer(model: ReferenceModel, request: dict[str, Any]) -> dict[str, Any]:
     """What the contract says the engine answers: the parts a search response is compared on."""
-    text, passes_filter = FILTERS[request["filter"]]
+    _text, passes_filter = FILTERS[request["filter"]]
     records = model.records
 
     def matching(leave_out: str | None, kept: int | None = None) -> list[Any]:

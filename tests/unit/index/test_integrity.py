@@ -54,14 +54,14 @@ def _drop_posting(index: Index) -> None:
 
 
 def _shift_position(index: Index) -> None:
-    terms, docs, positions = index.postings["title"].token_arrays()
+    _terms, docs, positions = index.postings["title"].token_arrays()
     positions[np.flatnonzero(np.isin(docs, np.asarray(list(index.alive), dtype=np.uint32)))[0]] += 3
 
 
 def _change_number(index: Index) -> None:
     numeric = index.columns["price"].numeric
     assert numeric is not None
-    docs, values = numeric.pairs()
+    _docs, values = numeric.pairs()
     values[-1] += 1.0
 
 
