@@ -322,3 +322,18 @@ def test_concurrent_searches_see_whole_batches() -> None:
         reader.join()
     assert not failures, failures[0]
     assert_same(engine_answer(engine, request), allowed[-1], request)
+
+
+def test_facet_counts_follow_deletes() -> None:
+    """The first report of stale facets: counts of multi-valued fields kept the deleted records."""
+    engine = Engine()
+    engine.add_records("c", [{"id": i, "scores": [i % 10, i % 5 + 20]} for i in range(2000)])
+    request = {"collection": "c", "numericFacets": {"scores": ["[0,10)", "[10,30)"]}, "textFacets": ["scores"],
+               "count": 0}
+    engine.search(request)
+    engine.delete_records("c", ids=list(range(1000)))
+    response = engine.search(request)
+    assert response["totalHits"] == 1000
+    assert [r["count"] for r in response["numericFacets"][0]["ranges"]] == [1000, 1000]
+    assert response["numericFacets"][0]["stats"]["count"] == 1000
+    assert {v["count"] for v in response["textFacets"][0]["values"]} == {200}
