@@ -16,6 +16,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+import msgpack
+
 from roarsearch.errors import BadRequestError
 
 INT64_MIN = -(2**63)
@@ -39,6 +41,7 @@ def check_record_id(value: Any, where: str) -> RecordId:
         return value
     if value == "":
         raise BadRequestError(f"{where}: must not be an empty string", field="id")
+    check_unicode(value, where, "id")
     if len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
         raise BadRequestError(f"{where}: string ids are at most {MAX_ID_BYTES} bytes", field="id")
     return value
@@ -59,6 +62,32 @@ def type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "object"
     return type(value).__name__
+
+
+def check_unicode(text: str, where: str, field: str) -> str:
+    """``text`` if it is valid Unicode; a 400 naming ``where`` for a lone surrogate (``\\ud800``),
+    which JSON can carry but UTF-8 cannot encode, so it could never be stored or answered."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise BadRequestError(
+            f"{where}: is not valid Unicode (a lone surrogate \\u{ord(text[error.start]):04x} at character {error.start})",
+            field=field) from None
+    return text
+
+
+def check_strings(value: Any, where: str) -> None:
+    """A 400 for the first string (or key) of ``value`` that is not valid Unicode."""
+    if isinstance(value, str):
+        check_unicode(value, where, where)
+    elif isinstance(value, (list, tuple)):
+        for position, element in enumerate(value):
+            check_strings(element, f"{where}[{position}]")
+    elif isinstance(value, dict):
+        for key, element in value.items():
+            if isinstance(key, str):
+                check_unicode(key, f"{where}: field name {key!r}", where)
+            check_strings(element, f"{where}.{key}")
 
 
 def _check_value(value: Any, where: str, depth: int) -> None:
@@ -117,6 +146,11 @@ def validate_records(records: Any) -> list[dict[str, Any]]:
                 raise BadRequestError(f"{where}: field names must be non-empty strings, got {key!r}", field="records")
             if key != "id":
                 _check_value(value, f"{where}.{key}", 1)
+    try:  # one C-level pass finds invalid Unicode anywhere; only then is the batch walked for where
+        msgpack.packb(batch, use_bin_type=True)
+    except UnicodeEncodeError:
+        for index, record in enumerate(batch):
+            check_strings(record, f"records[{index}]")
     return batch
 
 

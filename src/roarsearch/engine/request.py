@@ -18,13 +18,18 @@ from roarsearch.errors import BadRequestError
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.intervals import Interval, parse_interval
 from roarsearch.query.request import SearchRequest, SortKey
-from roarsearch.schema import type_name
+from roarsearch.schema import check_strings, type_name
 
 COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_COUNT = 1000
 MAX_FACET_COUNT = 10_000
 MAX_GROUP_LIMIT = 1000
-MAX_QUERY_LENGTH = 16_384
+#: Bounds that keep any one request from holding the engine (contract §3, "Types and bounds").
+MAX_QUERY_LENGTH = 1024
+MAX_ARRAY_ENTRIES = 1000
+MAX_FACET_FILTER_VALUES = 1000
+MAX_SKIP = 1_000_000
+MAX_INTERVAL_LENGTH = 200
 SORT_KEY = re.compile(r"(?P<minus>-)?(?P<field>[^:]+?)(?::(?P<direction>asc|desc))?")
 
 #: Every request field of the contract, with its default.
@@ -77,10 +82,11 @@ def _integer(body: dict[str, Any], name: str, low: int, high: int | None) -> int
 
 def _string_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
     value = body[name]
-    if isinstance(value, str):  # a lone string is a common client slip; accept it as one element
-        value = [value]
+    if isinstance(value, str):
+        raise BadRequestError(f"{name}: must be an array of strings, like [{value!r:.60}], got a string", field=name)
     if not isinstance(value, list):
         raise BadRequestError(f"{name}: must be an array of strings, got {type_name(value)}", field=name)
+    _bounded(value, name, MAX_ARRAY_ENTRIES)
     for position, element in enumerate(value):
         if not isinstance(element, str) or element == "":
             raise BadRequestError(
@@ -89,12 +95,17 @@ def _string_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _string(body: dict[str, Any], name: str, limit: int = MAX_QUERY_LENGTH) -> str:
+def _bounded(value: list[Any] | dict[str, Any], name: str, limit: int, what: str = "entries") -> None:
+    if len(value) > limit:
+        raise BadRequestError(f"{name}: at most {limit} {what} are allowed, got {len(value)}", field=name.split(".")[0])
+
+
+def _string(body: dict[str, Any], name: str, limit: int | None = None) -> str:
     value = body[name]
     if not isinstance(value, str):
         raise BadRequestError(f"{name}: must be a string, got {type_name(value)}", field=name)
-    if len(value.encode("utf-8", "surrogatepass")) > limit:
-        raise BadRequestError(f"{name}: must be at most {limit} bytes", field=name)
+    if limit is not None and len(value) > limit:
+        raise BadRequestError(f"{name}: must be at most {limit} characters, got {len(value)}", field=name)
     return value
 
 
@@ -116,6 +127,7 @@ def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
     value = body[name]
     if not isinstance(value, dict):
         raise BadRequestError(f"{name}: must be an object, got {type_name(value)}", field=name)
+    _bounded(value, name, MAX_ARRAY_ENTRIES, "fields")
     return value
 
 
@@ -123,7 +135,10 @@ def _facet_filters(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     result: dict[str, tuple[Any, ...]] = {}
     for facet, values in _object(body, "textFacetFilters").items():
         if not isinstance(values, list):
-            values = [values]
+            raise BadRequestError(
+                f"textFacetFilters.{facet}: must be an array of values, like {{\"{facet:.40}\": [{values!r:.40}]}}, "
+                f"got {type_name(values)}", field="textFacetFilters")
+        _bounded(values, f"textFacetFilters.{facet}", MAX_FACET_FILTER_VALUES, "values")
         for element in values:
             if element is None or isinstance(element, (dict, list)):
                 raise BadRequestError(
@@ -138,13 +153,18 @@ def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[Interval
     result: dict[str, tuple[Interval, ...]] = {}
     for facet, intervals in _object(body, name).items():
         if not isinstance(intervals, list):
-            raise BadRequestError(f"{name}.{facet}: must be an array of interval strings like \"[0,100)\"", field=name)
+            raise BadRequestError(f"{name}.{facet}: must be an array of interval strings, like [\"[0,100)\"], "
+                                  f"got {type_name(intervals)}", field=name)
+        _bounded(intervals, f"{name}.{facet}", MAX_FACET_FILTER_VALUES, "intervals")
         for position, interval in enumerate(intervals):
             if not isinstance(interval, str):
                 raise BadRequestError(
                     f"{name}.{facet}[{position}]: must be an interval string like \"[0,100)\", got {type_name(interval)}",
                     field=name,
                 )
+            if len(interval) > MAX_INTERVAL_LENGTH:
+                raise BadRequestError(f"{name}.{facet}[{position}]: an interval is at most {MAX_INTERVAL_LENGTH} "
+                                      f"characters, got {len(interval)}", field=name)
         result[facet] = tuple(parse_interval(text, f"{name}.{facet}[{position}]")
                               for position, text in enumerate(intervals))
     return result
@@ -158,6 +178,9 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
     """Validate a wire search body and return the typed request, or raise a 400 naming the field."""
     if not isinstance(body, dict):
         raise BadRequestError(f"request body: must be a JSON object, got {type_name(body)}", field="body")
+    for name, value in body.items():  # lone surrogates anywhere: a 400 naming the field, never a 500
+        check_strings(name, "request field name")
+        check_strings(value, str(name))
     unknown = [name for name in body if name not in DEFAULTS]
     if unknown:
         name = unknown[0]
@@ -196,16 +219,16 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
     group_by = merged["groupBy"]
     if group_by is not None and (not isinstance(group_by, str)):
         raise BadRequestError(f"groupBy: must be a field name string, got {type_name(group_by)}", field="groupBy")
-    filter_text = _string(merged, "filter", limit=1 << 20)  # the filter parser applies its own 16 KiB limit
+    filter_text = _string(merged, "filter")  # the filter parser applies its own 16 KiB limit
     return SearchRequest(
         collection=collection,
-        query=_string(merged, "query"),
+        query=_string(merged, "query", MAX_QUERY_LENGTH),
         search_fields=_string_list(merged, "searchFields") or ("*",),
         fields=_string_list(merged, "fields") or ("*",),
         filter=filter_text,
         filter_tree=parse_filter(filter_text) if filter_text.strip() else None,
         sort=_sort_keys(merged),
-        skip=_integer(merged, "skip", 0, None),
+        skip=_integer(merged, "skip", 0, MAX_SKIP),
         count=_integer(merged, "count", 0, MAX_COUNT),
         typo_tolerance=_integer(merged, "typoTolerance", 0, 2),
         text_facets=_string_list(merged, "textFacets"),
