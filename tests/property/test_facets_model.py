@@ -6,8 +6,8 @@
 - facet filters select what the model selects, and facet counts are disjunctive (a facet's own
   filter entry is left out when it is counted, every other filter applies);
 - numeric facet stats and range counts equal the model's;
-- groupBy returns the groups the model forms (records lacking the field in none, arrays in
-  several), in order of their best record, with exact totals, groupLimit records each, skip counting
+- groupBy returns the groups the model forms (records lacking the field in the null group, arrays
+  by their first element), in order of their best record, with exact totals, groupLimit records each, skip counting
   groups.
 """
 
@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from roarsearch import Engine
 from roarsearch.analysis.normalize import fold
 from roarsearch.schema import iter_leaves
+from tests.unit.facets.test_groups import group_key, group_value
 
 CATS = ["red", "Red", "blue", "rouge", "réd", "green"]
 RECORD = st.fixed_dictionaries({}, optional={
@@ -153,30 +154,19 @@ def test_groups_match_model(records, field, skip, group_count, group_limit) -> N
     engine.add_records("c", rows)
     response = engine.search({"collection": "c", "groupBy": field, "skip": skip, "groupCount": group_count,
                               "groupLimit": group_limit, "count": 100})
-    # Model: browse order is id order; a group's key is the value itself (strings exact). Groups
-    # opened by the same record: strings/booleans in order of first appearance, then numbers.
-    first_seen: dict[Any, int] = {}
-    for row in rows:
-        for value in leaves(row, field):
-            if not (isinstance(value, (int, float)) and not isinstance(value, bool)):
-                first_seen.setdefault(value, len(first_seen))
+    # Model: browse order is id order; a record's group is its first element (first string or
+    # boolean of a mixed array), or the null group when it lacks the field.
     groups: dict[Any, list[int]] = {}
     order: list[Any] = []
     for row in rows:  # rows are in id order
-        keys: list[Any] = []
-        for value in leaves(row, field):
-            key = ("n", float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else ("v", value)
-            if key not in keys:
-                keys.append(key)
-        keys.sort(key=lambda key: (0, first_seen[key[1]]) if key[0] == "v" else (1, key[1]))
-        for key in keys:
-            if key not in groups:
-                groups[key] = []
-                order.append(key)
-            groups[key].append(row["id"])
+        kind, value = group_key(row, field)
+        key = (kind, type(value).__name__, value)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(row["id"])
     assert response["totalHits"] == len(rows)
     got = [(g["totalHits"], [r["id"] for r in g["results"]]) for g in response["results"]]
     expected_keys = order[skip:skip + group_count]
     assert got == [(len(groups[k]), groups[k][:group_limit]) for k in expected_keys]
-    assert [g["value"] for g in response["results"]] == [
-        (int(k[1]) if k[1].is_integer() else k[1]) if k[0] == "n" else k[1] for k in expected_keys]
+    assert [g["value"] for g in response["results"]] == [group_value((k[0], k[2])) for k in expected_keys]

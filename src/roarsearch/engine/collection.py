@@ -27,6 +27,7 @@ from roarsearch.facets.value_search import search_facet_values
 from roarsearch.index.index import Index
 from roarsearch.index.state import index_to_state
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
+from roarsearch.query.fields import field_warnings
 from roarsearch.query.request import SearchRequest
 from roarsearch.ranking.highlight import Highlighter
 from roarsearch.ranking.ranker import Ranker
@@ -149,14 +150,18 @@ class Collection:
         else:
             results = [self._result(doc, rank, request, highlighter)
                        for doc, rank in ranker.page(context.candidates, request.skip, request.count)]
-        return {
+        response = {
             "query": body,
             "results": results,
             "textFacets": text_facets(context),
             "numericFacets": numeric_facets(context),
             "totalHits": len(context.candidates),
-            "responseTime": int(round((time.perf_counter() - started) * 1000)),
+            "responseTime": round((time.perf_counter() - started) * 1000),
         }
+        warnings = field_warnings(self.index, request)
+        if warnings:
+            response["warnings"] = warnings
+        return response
 
     def facet_values(self, request: SearchRequest, facet: str) -> list[dict[str, Any]]:
         """Values of ``facet`` matching the request's facet query, counted over what it selects

@@ -1,16 +1,17 @@
 """Grouping: results grouped by a field's value, groups in the order of their best record.
 
-Owns: ``groupBy`` / ``groupCount`` / ``groupLimit``. A record joins the group of each distinct
-value of the field (an array field can put it in several groups); records lacking the field form
-no group. Groups come in the order of their best-ranked record; inside a group records keep the
-overall order; ``skip`` counts groups; each group reports its exact ``totalHits`` — grouping never
-loses records.
+Owns: ``groupBy`` / ``groupCount`` / ``groupLimit`` (contract §3–§4). Every matching record is in
+exactly one group: the group of its field's value, of its array's first element for an array,
+and the group whose value is ``null`` when it lacks the field. Groups come in the order of their
+best-ranked record; inside a group records keep the overall order; ``skip`` counts groups; each
+group reports its exact ``totalHits``.
 
-Finding the first groups does not rank every candidate: ranked pages of growing size are walked
-and distinct values collected in order of first appearance, stopping once enough groups are known
-(the number of distinct values among the candidates is known up front, so a walk also stops when
-every group has been seen). Groups whose best record lies beyond the walk are ordered by ranking
-their best records against each other.
+Keys come from dense per-doc columns (the first string or boolean value id, else the first
+number), so keying every candidate is one numpy gather. Finding the first groups does not rank
+every candidate: ranked pages of growing size are walked and keys collected in order of first
+appearance, stopping once enough groups are known. Groups whose best record lies beyond the walk
+are ordered by ranking their best records against each other. A record whose array mixes strings
+and numbers is grouped by its first string (or boolean).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
-from roarsearch.facets.text import PER_VALUE_LIMIT_MANY_CANDIDATES, plain_number, select_pairs, string_counts, value_bitmaps
+from roarsearch.facets.text import plain_number
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.columns import FieldColumns
 
@@ -31,63 +32,49 @@ WALK_DOCS_PER_GROUP = 4
 WALK_ROUNDS = 4
 
 RankDocs = Callable[[AbstractBitMap, int, int], list[int]]
-GroupKey = tuple[str, Any]  # ("v", value id) for strings/booleans, ("n", number) for numbers
+#: Code of the group of records lacking the field.
+NULL_GROUP = -1
 
 
-def _keys_of_docs(columns: FieldColumns, docs: np.ndarray) -> list[list[GroupKey]]:
-    """Distinct group keys of each doc of ``docs`` (in the given order)."""
-    keys: list[list[GroupKey]] = [[] for _ in range(docs.size)]
-    position_of = {doc: position for position, doc in enumerate(docs.tolist())}
-    wanted = bitmap_from_array(docs)
-    if columns.values is not None:
-        pair_docs, value_ids = columns.values.pairs()
-        for doc, value_id in zip(*(part.tolist() for part in select_pairs(pair_docs, value_ids, wanted))):
-            keys[position_of[doc]].append(("v", value_id))
-    if columns.numeric is not None:
-        pair_docs, numbers = columns.numeric.pairs()
-        for doc, number in zip(*(part.tolist() for part in select_pairs(pair_docs, numbers, wanted))):
-            key = ("n", number)
-            if key not in keys[position_of[doc]]:
-                keys[position_of[doc]].append(key)
-    for doc_keys in keys:
-        doc_keys.sort(key=_key_order)
-    return keys
+class _GroupKeys:
+    """Per candidate doc, an integer group code; codes map back to group values."""
 
+    def __init__(self, columns: FieldColumns | None, candidates: AbstractBitMap) -> None:
+        self.docs = array_from_bitmap(candidates)
+        codes = np.full(self.docs.size, NULL_GROUP, dtype=np.int64)
+        self.values: list[Any] = []
+        if columns is not None and columns.numeric is not None:
+            dense = columns.numeric.first.data
+            numbers = np.full(self.docs.size, np.nan)
+            inside = self.docs < dense.size
+            numbers[inside] = dense[self.docs[inside]]
+            has_number = ~np.isnan(numbers)
+            if has_number.any():
+                distinct, inverse = np.unique(numbers[has_number], return_inverse=True)
+                codes[has_number] = inverse
+                self.values = [plain_number(number) for number in distinct.tolist()]
+        if columns is not None and columns.values is not None:
+            dense_ids = columns.values.first.data
+            value_ids = np.full(self.docs.size, -1, dtype=np.int64)
+            inside = self.docs < dense_ids.size
+            value_ids[inside] = dense_ids[self.docs[inside]]
+            has_value = value_ids >= 0
+            if has_value.any():
+                distinct_ids, inverse = np.unique(value_ids[has_value], return_inverse=True)
+                codes[has_value] = inverse + len(self.values)
+                self.values.extend(columns.values.values[value_id] for value_id in distinct_ids.tolist())
+        self.codes = codes
 
-def _key_order(key: GroupKey) -> tuple[int, Any]:
-    """Groups opened by the same record: strings and booleans (by first appearance), then numbers."""
-    return (0, key[1]) if key[0] == "v" else (1, key[1])
+    def of(self, docs: list[int]) -> list[int]:
+        positions = np.searchsorted(self.docs, np.asarray(docs, dtype=np.uint32))
+        found: list[int] = self.codes[positions].tolist()
+        return found
 
+    def members(self, code: int) -> AbstractBitMap:
+        return bitmap_from_array(self.docs[self.codes == code])
 
-def _all_keys(columns: FieldColumns, candidates: AbstractBitMap) -> set[GroupKey]:
-    """Every group the candidates form (counted as a text facet is: see ``facets.text``)."""
-    found: set[GroupKey] = set()
-    if columns.values is not None:
-        found.update(("v", value_id) for value_id in np.flatnonzero(string_counts(columns, candidates)).tolist())
-    if columns.numeric is not None:
-        docs, numbers = columns.numeric.pairs()
-        _, selected = select_pairs(docs, numbers, candidates)
-        found.update(("n", number) for number in np.unique(selected).tolist())
-    return found
-
-
-def _members(columns: FieldColumns, key: GroupKey, candidates: AbstractBitMap) -> AbstractBitMap:
-    kind, value = key
-    if kind == "v":
-        assert columns.values is not None
-        if len(columns.values.values) <= PER_VALUE_LIMIT_MANY_CANDIDATES:
-            return value_bitmaps(columns)[value] & candidates  # cached until the column changes
-        return columns.values.value_docs(value) & candidates
-    assert columns.numeric is not None
-    return columns.numeric.range(value, True, value, True) & candidates
-
-
-def _value(columns: FieldColumns, key: GroupKey) -> Any:
-    kind, value = key
-    if kind == "v":
-        assert columns.values is not None
-        return columns.values.values[value]
-    return plain_number(value)
+    def value(self, code: int) -> Any:
+        return None if code == NULL_GROUP else self.values[code]
 
 
 def group_results(
@@ -99,23 +86,23 @@ def group_results(
     group_limit: int,
 ) -> list[tuple[Any, int, list[int]]]:
     """``[(value, totalHits, docs of the group's page), ...]`` for groups ``skip:skip+group_count``."""
-    if columns is None or not candidates or group_count <= 0:
+    if not candidates or group_count <= 0:
         return []
-    all_keys = _all_keys(columns, candidates)
-    wanted = min(skip + group_count, len(all_keys))
+    keys = _GroupKeys(columns, candidates)
+    present, totals = np.unique(keys.codes, return_counts=True)
+    total_of = dict(zip(present.tolist(), totals.tolist()))
+    wanted = min(skip + group_count, len(total_of))
     if wanted <= skip:
         return []
-    ordered: list[GroupKey] = []
-    seen: set[GroupKey] = set()
+    ordered: list[int] = []
+    seen: set[int] = set()
     page = max(64, wanted * WALK_DOCS_PER_GROUP)
     walked = 0
     for _ in range(WALK_ROUNDS):
-        docs = np.asarray(rank_docs(candidates, walked, page - walked), dtype=np.int64)
-        for doc_keys in _keys_of_docs(columns, docs):
-            for key in doc_keys:
-                if key not in seen:
-                    seen.add(key)
-                    ordered.append(key)
+        for code in keys.of(rank_docs(candidates, walked, page - walked)):
+            if code not in seen:
+                seen.add(code)
+                ordered.append(code)
         walked = page
         if len(ordered) >= wanted or walked >= len(candidates):
             break
@@ -123,19 +110,15 @@ def group_results(
     if len(ordered) < wanted:
         # The remaining groups' best records all rank after the walked ones: order them by ranking
         # each group's best record against the others.
-        remaining = [key for key in all_keys if key not in seen]
-        best: dict[int, list[GroupKey]] = {}
-        for key in remaining:
-            top = rank_docs(_members(columns, key, candidates), 0, 1)
-            if top:
-                best[top[0]] = best.get(top[0], []) + [key]
-        for doc in rank_docs(BitMap(best), 0, len(best)):
-            ordered.extend(sorted(best[doc], key=_key_order))
-    groups = []
-    for key in ordered[skip:wanted]:
-        members = _members(columns, key, candidates)
-        groups.append((_value(columns, key), len(members), rank_docs(members, 0, group_limit)))
-    return groups
+        best: dict[int, int] = {}
+        for code in total_of:
+            if code not in seen:
+                top = rank_docs(keys.members(code), 0, 1)
+                if top:
+                    best[top[0]] = code
+        ordered.extend(best[doc] for doc in rank_docs(BitMap(best), 0, len(best)))
+    return [(keys.value(code), total_of[code], rank_docs(keys.members(code), 0, group_limit))
+            for code in ordered[skip:wanted]]
 
 
-__all__ = ["array_from_bitmap", "group_results"]
+__all__ = ["group_results"]

@@ -51,8 +51,8 @@ def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype:
 class NumericColumn:
     """Numbers of one field: (doc, value) pairs, a lazily sorted view, per-doc min and max."""
 
-    __slots__ = ("_docs", "_values", "_flat", "_sorted", "minimum", "maximum", "docs", "multi_valued", "version",
-                 "_lock")
+    __slots__ = ("_docs", "_values", "_flat", "_sorted", "minimum", "maximum", "first", "docs", "multi_valued",
+                 "version", "_lock")
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -63,6 +63,8 @@ class NumericColumn:
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
         self.minimum = GrowableArray(np.float64, np.nan)
         self.maximum = GrowableArray(np.float64, np.nan)
+        #: Per doc, its first number in element order (grouping by an array's first element).
+        self.first = GrowableArray(np.float64, np.nan)
         self.docs: AbstractBitMap = BitMap()
         #: Whether any doc ever held several values: if not, min == max is the doc's only value.
         self.multi_valued = False
@@ -85,6 +87,9 @@ class NumericColumn:
         # fmin/fmax ignore the NaN of docs seeing their first value; .at handles repeated docs.
         np.fmin.at(self.minimum.data, docs, values)
         np.fmax.at(self.maximum.data, docs, values)
+        self.first.ensure(top)
+        first_docs, first_index = np.unique(docs, return_index=True)
+        self.first.data[first_docs] = values[first_index]
         self.docs |= bitmap_from_array(docs)
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -233,6 +238,11 @@ class ValueColumn:
         """Add (doc, value id) pairs in doc order; a value repeated within one doc counts once."""
         if docs.size == 0:
             return
+        # The first value of each doc in element order (grouping uses an array's first element).
+        first_docs, first_index = np.unique(docs, return_index=True)
+        top = int(first_docs[-1]) + 1
+        self.first.ensure(top)
+        self.first.data[first_docs] = value_ids[first_index]
         pairs = np.unique(np.stack((docs.astype(np.int64), value_ids.astype(np.int64)), axis=1), axis=0)
         docs, value_ids = pairs[:, 0].astype(np.uint32), pairs[:, 1].astype(np.uint32)
         self._docs.append(docs)
@@ -241,10 +251,6 @@ class ValueColumn:
         self._by_value = None
         self._sort_ranks = None
         self.version += 1
-        top = int(docs.max()) + 1
-        self.first.ensure(top)
-        unique_docs, first_index = np.unique(docs, return_index=True)
-        self.first.data[unique_docs] = value_ids[first_index]
         self.docs |= bitmap_from_array(docs)
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:

@@ -18,13 +18,13 @@ from typing import Any
 
 import msgpack
 import numpy as np
-from pyroaring import AbstractBitMap, FrozenBitMap
+from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.normalize import fold_value
 from roarsearch.index import writer
 from roarsearch.index.bitmaps import EMPTY, union_all
 from roarsearch.index.cache import IndexCache
-from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns, ValueColumn
+from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns, NumericColumn, ValueColumn
 from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
@@ -157,12 +157,20 @@ class Index:
         column.add(np.asarray(value_docs, dtype=np.uint32), column.intern_many(value_keys))
         return column
 
-    # FieldReader protocol (query.execute): filters evaluate through these.
+    # FieldReader protocol (query.execute): filters evaluate through these. ``id`` is a field
+    # like any other (contract §3), read from the doc store rather than from columns.
 
     def known_fields(self) -> Collection[str]:
         return self.columns.keys()
 
+    def _ids(self) -> "_IdColumns":
+        found: _IdColumns = self.cache.get_or_build("id_columns", None, self.generation,
+                                                    lambda: _IdColumns(self.docs), 1)
+        return found
+
     def equal_number(self, field: str, value: float) -> AbstractBitMap:
+        if field == "id":
+            return self._ids().equal_number(value)
         columns = self.columns.get(field)
         if columns is None:
             return EMPTY
@@ -175,6 +183,8 @@ class Index:
         return union_all(found)
 
     def equal_text(self, field: str, text: str) -> AbstractBitMap:
+        if field == "id":
+            return self._ids().equal_text(text)
         values = self.value_column(field)
         return EMPTY if values is None else values.equal_folded(fold_value(text))
 
@@ -184,12 +194,16 @@ class Index:
 
     def number_range(self, field: str, low: float | None, low_inclusive: bool, high: float | None,
                      high_inclusive: bool, within: AbstractBitMap | None = None) -> AbstractBitMap:
+        if field == "id":
+            return self._ids().numbers.range(low, low_inclusive, high, high_inclusive, within)
         columns = self.columns.get(field)
         if columns is None or columns.numeric is None:
             return EMPTY
         return columns.numeric.range(low, low_inclusive, high, high_inclusive, within)
 
     def exists(self, field: str) -> AbstractBitMap:
+        if field == "id":
+            return self.alive
         columns = self.columns.get(field)
         return EMPTY if columns is None else columns.exists
 
@@ -209,3 +223,32 @@ def values_at(value: Any, parts: list[str], found: list[Any]) -> None:
             values_at(value[".".join(parts)], [], found)
 
 
+
+
+class _IdColumns:
+    """Record ids of the alive docs as filter columns: integer ids as numbers, string ids folded."""
+
+    def __init__(self, docs: DocStore) -> None:
+        record_ids = docs.record_ids
+        int_docs: list[int] = []
+        int_values: list[int] = []
+        self.folded: dict[str, list[int]] = {}
+        for doc in docs.alive:
+            record_id = record_ids[doc]
+            if isinstance(record_id, int):
+                int_docs.append(doc)
+                int_values.append(record_id)
+            elif record_id is not None:
+                self.folded.setdefault(fold_value(record_id), []).append(doc)
+        self.numbers = NumericColumn()
+        self.numbers.add(np.asarray(int_docs, dtype=np.uint32), np.asarray(int_values, dtype=np.float64))
+
+    def equal_number(self, value: float) -> AbstractBitMap:
+        return self.numbers.range(value, True, value, True)
+
+    def equal_text(self, text: str) -> AbstractBitMap:
+        found = BitMap(self.folded.get(fold_value(text), []))
+        stripped = text.strip()
+        if stripped.lstrip("+-").isdigit():  # "5" also names the integer id 5, as for any field
+            found |= self.equal_number(float(int(stripped)))
+        return found

@@ -65,7 +65,8 @@ def index_to_state(index: Index) -> dict[str, Any]:
         if columns.numeric is not None:
             docs, values = columns.numeric.pairs()
             state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
-                                "min": _bytes(columns.numeric.minimum.data), "max": _bytes(columns.numeric.maximum.data)}
+                                "min": _bytes(columns.numeric.minimum.data), "max": _bytes(columns.numeric.maximum.data),
+                                "first": _bytes(columns.numeric.first.data)}
         if columns.values is not None:
             docs, value_ids = columns.values.pairs()
             state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
@@ -120,6 +121,8 @@ def index_from_state(state: dict[str, Any]) -> Index:
             numeric._docs, numeric._values = [docs], [_array(saved["numeric"]["values"], np.float64)]
             numeric.minimum.data = _array(saved["numeric"]["min"], np.float64)
             numeric.maximum.data = _array(saved["numeric"]["max"], np.float64)
+            # Older snapshots lack the first number per doc: the smallest is the best stand-in.
+            numeric.first.data = _array(saved["numeric"].get("first", saved["numeric"]["min"]), np.float64)
             numeric.docs = bitmap_from_array(docs)
             # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
             # several values has adjacent pairs.

@@ -32,6 +32,10 @@ def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool) ->
     descending), 2 = missing; value negated when descending."""
     kind = np.full(docs.size, _MISSING)
     value = np.zeros(docs.size)
+    if field == "id":  # every record has one; id order puts integers before strings, as sorts do
+        id_rank = index.docs.id_rank()
+        ranks = (id_rank[docs] if id_rank is not None else docs).astype(np.float64)
+        return np.zeros(docs.size), (-ranks if descending else ranks)
     columns = index.field_columns(field)
     if columns is None:
         return kind, value

@@ -37,26 +37,32 @@ def ranker(score: dict[int, float], calls: list[tuple[int, int, int]]):
     return rank_docs
 
 
+def group_key(record: dict[str, Any], field: str) -> tuple[str, Any]:
+    """Contract §3: an array's first element (its first string or boolean when it mixes strings and
+    numbers), the value itself otherwise, and the null group when the record lacks the field."""
+    values = [value for path, _, value in iter_leaves(record) if path == field]
+    strings = [value for value in values if isinstance(value, (str, bool))]
+    if strings:
+        return ("v", strings[0])
+    if values:
+        return ("n", float(values[0]))
+    return ("null", None)
+
+
+def group_value(key: tuple[str, Any]) -> Any:
+    if key[0] == "n":
+        return int(key[1]) if key[1].is_integer() else key[1]
+    return key[1]
+
+
 def model(index: Index, columns: FieldColumns | None, candidates: BitMap, score: dict[int, float],
           skip: int, group_count: int, group_limit: int) -> list[tuple[Any, int, list[int]]]:
-    value_ids = columns.values.ids if columns is not None and columns.values is not None else {}
     groups: dict[tuple[str, Any], list[int]] = {}
     for doc in sorted(candidates, key=lambda doc: (score[doc], doc)):
-        keys: list[tuple[str, Any]] = []
-        for path, _, value in iter_leaves(index.docs.record(doc)):
-            if path != "g":
-                continue
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            key = ("n", float(value)) if number else ("v", value)
-            if key not in keys:
-                keys.append(key)
-        keys.sort(key=lambda key: (1, key[1]) if key[0] == "n" else (0, value_ids[key[1]]))
-        for key in keys:
-            groups.setdefault(key, []).append(doc)
-    return [
-        ((int(key[1]) if key[1].is_integer() else key[1]) if key[0] == "n" else key[1], len(docs), docs[:group_limit])
-        for key, docs in list(groups.items())[skip:skip + group_count]
-    ]
+        key = group_key(index.docs.record(doc), "g")
+        groups.setdefault((key[0], type(key[1]).__name__, key[1]), []).append(doc)
+    return [(group_value((kind, value)), len(docs), docs[:group_limit])
+            for (kind, _, value), docs in list(groups.items())[skip:skip + group_count]]
 
 
 @given(batches=st.lists(RECORDS, min_size=1, max_size=2), deleted=st.lists(st.integers(0, 30), max_size=4),
@@ -98,7 +104,8 @@ def test_groups_whose_best_records_rank_late_are_still_ordered() -> None:
     # Records without the field rank first; then the grouped ones, doc 2999 (group 299) best.
     score = {doc: (-1e9 if doc >= 3_000 else float(-doc)) for doc in index.alive}
     groups = group_results(index.field_columns("g"), index.alive, ranker(score, []), 290, 20, 1)
-    assert groups == [(value, 10, [2_700 + value]) for value in range(9, -1, -1)]
+    # The records lacking the field form the null group, first (they rank best).
+    assert groups == [(value, 10, [2_700 + value]) for value in range(10, -1, -1)]
 
 
 def test_no_groups() -> None:
@@ -106,8 +113,8 @@ def test_no_groups() -> None:
     index.add_records([{"id": 1, "g": "a"}, {"id": 2}])
     columns = index.field_columns("g")
     rank_docs = ranker({doc: 0.0 for doc in index.alive}, [])
-    assert group_results(None, index.alive, rank_docs, 0, 5, 3) == []
+    assert group_results(None, index.alive, rank_docs, 0, 5, 3) == [(None, 2, [0, 1])]
     assert group_results(columns, BitMap(), rank_docs, 0, 5, 3) == []
-    assert group_results(columns, index.alive, rank_docs, 1, 5, 3) == []
+    assert group_results(columns, index.alive, rank_docs, 2, 5, 3) == []
     assert group_results(columns, index.alive, rank_docs, 0, 0, 3) == []
-    assert group_results(columns, index.alive, rank_docs, 0, 5, 3) == [("a", 1, [0])]
+    assert group_results(columns, index.alive, rank_docs, 0, 5, 3) == [("a", 1, [0]), (None, 1, [1])]

@@ -1,0 +1,71 @@
+"""Field names in a request: which ones no record holds, said in ``warnings`` with a suggestion.
+
+Owns: contract §3's rule that the answer never depends on which records happen to exist. A field
+that no current record holds is not an error anywhere (each stage treats it as absent); the
+response's ``warnings`` name it once per place, with the closest field that does exist. A field
+held only by deleted records counts as held by none. ``id`` is always a field; a path is held
+when a record holds it or a field below it (``address`` when ``address.city`` exists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rapidfuzz import process
+
+from roarsearch.index.index import Index
+from roarsearch.query.ast import fields_of
+from roarsearch.query.request import SearchRequest
+
+#: Names that are not record fields in the places they may appear.
+SPECIAL = {"*", "_rank", "id"}
+
+
+def held_fields(index: Index) -> frozenset[str]:
+    """Paths some current record holds (and every parent path of one), kept until the next write."""
+
+    def compute() -> frozenset[str]:
+        alive = index.alive
+        held: set[str] = set()
+        for path, columns in list(index.columns.items()):
+            if columns.exists.intersection_cardinality(alive):
+                parts = path.split(".")
+                held.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+        return frozenset(held)
+
+    found: frozenset[str] = index.cache.get_or_build("held_fields", None, index.generation, compute, 1)
+    return found
+
+
+def _places(request: SearchRequest, facet: str | None) -> Iterable[tuple[str, str]]:
+    """(place, field name) of every field the request names, in request order."""
+    if request.filter_tree is not None:
+        for name, _span in fields_of(request.filter_tree):
+            yield "filter", name
+    for place, names in (("searchFields", request.search_fields), ("fields", request.fields),
+                         ("sort", [key.field for key in request.sort]), ("textFacets", request.text_facets),
+                         ("numericFacets", request.numeric_facets), ("textFacetFilters", request.text_facet_filters),
+                         ("numericFacetFilters", request.numeric_facet_filters),
+                         ("highlightFields", request.highlight_fields)):
+        for name in names:
+            yield place, name
+    if request.group_by is not None:
+        yield "groupBy", request.group_by
+    if facet is not None:
+        yield "facetName", facet
+
+
+def field_warnings(index: Index, request: SearchRequest, facet: str | None = None) -> list[str]:
+    """One warning per (place, field) that no current record holds (see the module docstring)."""
+    held = held_fields(index)
+    warnings: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    choices = sorted(held)
+    for place, name in _places(request, facet):
+        if name in SPECIAL or name in held or (place, name) in seen:
+            continue
+        seen.add((place, name))
+        guess = process.extractOne(name, choices, score_cutoff=60) if choices else None
+        hint = f"; did you mean '{guess[0]}'?" if guess else ""
+        warnings.append(f"{place}: no record has the field '{name}'{hint}")
+    return warnings
