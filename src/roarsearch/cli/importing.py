@@ -197,16 +197,21 @@ def csv_rows(name: str, handle: IO[str]) -> Iterator[tuple[int, Any]]:
             if "end of data" in str(error) or "EOF" in str(error):
                 raise ImportFileError(f"{name}: line {start}: a quoted cell is never closed (it runs to the end "
                                       "of the file); is a closing quote missing?") from error
-            raise ImportFileError(f"{name}: line {reader.line_num}: not valid CSV ({error})") from error
+            raise ImportFileError(f"{name}: line {start}: not valid CSV ({error}){_spans(start, reader.line_num)}") \
+                from error
         if cells is None:
             return
         if cells:  # a blank line
             if len(cells) != len(header):
-                spans = f" (the row runs from line {start} to line {reader.line_num}: is a quote not closed?)" \
-                    if reader.line_num > start else ""
+                spans = _spans(start, reader.line_num)
                 raise ImportFileError(f"{name}: line {start}: {len(cells)} cells, the header names {len(header)}{spans}")
             yield start, {column: csv_value(cell) for column, cell in zip(header, cells) if cell != ""}
         start = reader.line_num + 1
+
+
+def _spans(start: int, end: int) -> str:
+    # A record over several lines, when the file meant one per line, is the mark of an unclosed quote.
+    return f" (the row runs from line {start} to line {end}: is a quote not closed?)" if end > start else ""
 
 
 READERS: dict[str, Callable[[str, IO[str]], Iterator[tuple[int, Any]]]] = {
