@@ -239,10 +239,11 @@ def with_ids(name: str, rows: Iterator[tuple[int, Any]], id_field: str | None,
         if isinstance(record, dict):
             if id_field is not None and id_field != "id":
                 if id_field in record:
-                    record = {**record, "id": record[id_field]}
+                    # First, as a reader expects it; an "id" field of its own is replaced.
+                    record = {"id": record[id_field], **{key: value for key, value in record.items() if key != "id"}}
                 elif not generate:
                     raise ImportFileError(f"{name}: line {line}: the record has no field {id_field!r} "
                                           "(named by --id-field; add --generate-ids to make ids for such records)")
             if generate and "id" not in record:
-                record = {**record, "id": generated_id(record)}
+                record = {"id": generated_id(record), **record}  # first, as a reader expects it
         yield line, record
