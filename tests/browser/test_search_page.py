@@ -14,6 +14,12 @@ the page that a real ``roarsearch demo`` serves (fixtures in ``conftest.py``):
 - at phone width nothing scrolls sideways.
 
 Screenshots go to ``test-artifacts/`` for people to look at.
+
+Determinism: every wait is on a condition of the page, never on time. The page marks ``#results``
+``aria-busy`` from the first keystroke of a debounce until the answer to the latest request is
+drawn, so ``settled`` is only true once nothing more will change. Elements are re-found inside each
+wait (a redraw replaces them), facet counts are read in one script (a redraw cannot interleave),
+and clicks retry on a stale element.
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, DemoServer
+from tests.browser.conftest import ARTIFACTS, DemoServer, browser_missing
 
-pytestmark = pytest.mark.slow  # a real server and a real browser: about 20 s; `-m "not slow"` leaves them out
+# A real server and a real browser: about 20 s; `-m "not slow"` leaves them out. Without a browser
+# they are skipped before the server starts, with the command that installs one.
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing()))]
 
 WAIT_SECONDS = 15
 STATUS = re.compile(r"^([\d,]+) results? in (\d+) ms$")
@@ -36,11 +44,13 @@ Driver = Any  # selenium's WebDriver; typed loosely so this module imports befor
 
 
 def wait_until(driver: Driver, condition: Callable[[Driver], Any], what: str) -> Any:
-    from selenium.common.exceptions import TimeoutException
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
     try:
-        return WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.05).until(condition)
+        # A redraw between finding an element and reading it is just "not yet": look again.
+        return WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.05,
+                             ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)).until(condition)
     except TimeoutException:
         status = driver.execute_script("return document.getElementById('status').textContent")
         error = driver.execute_script("return document.getElementById('error').textContent")
@@ -81,12 +91,29 @@ def open_page(driver: Driver, url: str) -> None:
 
 
 def facet_counts(driver: Driver, field: str) -> dict[str, str]:
-    return {box.get_attribute("data-value"): box.find_element("xpath", "ancestor::label").text.split()[-1]
-            for box in all_css(driver, f"#facets input[data-field='{field}']")}
+    """value -> count as shown, read in one script so that a redraw cannot interleave."""
+    return dict(driver.execute_script(
+        "return [...document.querySelectorAll(`#facets input[data-field='${arguments[0]}']`)]"
+        ".map((box) => [box.dataset.value, box.closest('label').innerText.trim().split(/\\s+/).pop()])", field))
 
 
 def facet_box(driver: Driver, field: str, value: str) -> Any:
     return css(driver, f"#facets input[data-field='{field}'][data-value='{value}']")
+
+
+def click(driver: Driver, selector: str) -> None:
+    """Click the element ``selector`` finds, finding it again if a redraw replaced it meanwhile."""
+    def clicked(d: Driver) -> bool:
+        css(d, selector).click()
+        return True
+
+    wait_until(driver, clicked, f"a click on {selector}")
+
+
+def facet_selected(driver: Driver, field: str, value: str) -> bool:
+    return bool(driver.execute_script(
+        "const box = document.querySelector(`#facets input[data-field='${arguments[0]}'][data-value='${arguments[1]}']`);"
+        "return box !== null && box.checked", field, value))
 
 
 def type_query(driver: Driver, text: str) -> None:
@@ -129,11 +156,11 @@ def test_text_facet_narrows_and_its_counts_stay_disjunctive(demo_server: DemoSer
     before_ratings = facet_counts(browser, "mpaaRating")
     assert "Drama" in before_genres and "Action" in before_genres, before_genres
 
-    css(browser, "#facets input[data-field='genres'][data-value='Drama']").click()
+    click(browser, "#facets input[data-field='genres'][data-value='Drama']")
     wait_until(browser, lambda d: settled(d) and total(d) == int(before_genres["Drama"].replace(",", "")),
                "the total to become the Drama count")
     assert total(browser) < before_total
-    assert facet_box(browser, "genres", "Drama").is_selected()
+    assert facet_selected(browser, "genres", "Drama")
     # Disjunctive: the genres facet is counted without its own filter, so no genre count moves ...
     assert facet_counts(browser, "genres") == before_genres
     # ... while the other facets are counted over the Drama films only.
@@ -141,31 +168,31 @@ def test_text_facet_narrows_and_its_counts_stay_disjunctive(demo_server: DemoSer
     assert after_ratings != before_ratings
     assert all(int(after_ratings.get(value, "0").replace(",", "")) <= int(count.replace(",", ""))
                for value, count in before_ratings.items())
-    assert all("Drama" in item.text for item in all_css(browser, "#results li"))
+    assert all("Drama" in text for text in browser.execute_script(
+        "return [...document.querySelectorAll('#results li')].map((item) => item.innerText)"))
     browser.save_screenshot(str(ARTIFACTS / "search-facet.png"))
 
     # A second value of the same facet widens (any of them), and unticking both restores the total.
-    css(browser, "#facets input[data-field='genres'][data-value='Action']").click()
+    click(browser, "#facets input[data-field='genres'][data-value='Action']")
     drama_or_action = wait_until(browser, lambda d: settled(d) and total(d) > int(before_genres["Drama"].replace(",", ""))
                                  and total(d), "Drama or Action")
     assert drama_or_action <= before_total
-    css(browser, "#clear-filters").click()
+    click(browser, "#clear-filters")
     wait_until(browser, lambda d: settled(d) and total(d) == before_total, "the unfiltered total")
-    assert not facet_box(browser, "genres", "Drama").is_selected()
+    assert not facet_selected(browser, "genres", "Drama")
 
 
 def test_numeric_ranges_keep_only_records_inside_them(demo_server: DemoServer, browser: Driver) -> None:
     open_page(browser, demo_server.page_url)
     everything = total(browser)
-    nineties = facet_box(browser, "year", "[1990,2000)")
-    expected = int(nineties.find_element("xpath", "ancestor::label").text.split()[-1].replace(",", ""))
-    nineties.click()
+    expected = int(facet_counts(browser, "year")["[1990,2000)"].replace(",", ""))
+    click(browser, "#facets input[data-field='year'][data-value='[1990,2000)']")
     wait_until(browser, lambda d: settled(d) and total(d) == expected, "the 1990s")
     assert 0 < expected < everything
     years = numbers_after(browser, "year")
     assert years and all(1990 <= year < 2000 for year in years), years
 
-    facet_box(browser, "tomatoMeter", "[90,100]").click()
+    click(browser, "#facets input[data-field='tomatoMeter'][data-value='[90,100]']")
     wait_until(browser, lambda d: settled(d) and total(d) < expected, "acclaimed films of the 1990s")
     meters = numbers_after(browser, "tomatoMeter")
     assert meters and all(90 <= meter <= 100 for meter in meters), meters
@@ -177,18 +204,18 @@ def test_paging_and_every_sort_choice(demo_server: DemoServer, browser: Driver) 
     assert css(browser, "#page-label").text == "Page 1 of 1,748"
     assert not css(browser, "#previous").is_enabled()
     first_page = titles(browser)
-    css(browser, "#next").click()
+    click(browser, "#next")
     wait_until(browser, lambda d: settled(d) and css(d, "#page-label").text.startswith("Page 2 "), "page 2")
     assert set(titles(browser)).isdisjoint(first_page)
     assert css(browser, "#previous").is_enabled()
-    css(browser, "#previous").click()
+    click(browser, "#previous")
     wait_until(browser, lambda d: settled(d) and css(d, "#page-label").text.startswith("Page 1 "), "page 1 again")
     assert titles(browser) == first_page
 
     from selenium.webdriver.support.ui import Select
 
     for choice, key, descending in (("-year", "year", True), ("year", "year", False), ("-tomatoMeter", "tomatoMeter", True)):
-        css(browser, "#next").click()  # a sort change starts again from the first page
+        click(browser, "#next")  # a sort change starts again from the first page
         wait_until(browser, lambda d: settled(d) and css(d, "#page-label").text.startswith("Page 2 "), "page 2")
         Select(css(browser, "#sort")).select_by_value(choice)
         wait_until(browser, lambda d: settled(d) and css(d, "#page-label").text.startswith("Page 1 "), f"sort {choice}")
@@ -203,27 +230,27 @@ def test_keyboard_alone(demo_server: DemoServer, browser: Driver) -> None:
     from selenium.webdriver.common.keys import Keys
 
     open_page(browser, demo_server.page_url)
-    css(browser, "#status").click()  # focus away from the box, as after reading a result
+    click(browser, "#status")  # focus away from the box, as after reading a result
     ActionChains(browser).send_keys("/").perform()
     assert browser.switch_to.active_element.get_attribute("id") == "query"
     ActionChains(browser).send_keys("spielbrg").perform()
     wait_until(browser, lambda d: settled(d) and "Spielberg" in css(d, "#results li").text, "Spielberg's films")
     spielberg = total(browser)
 
-    first_box = all_css(browser, "#facets input")[0]
-    label = first_box.get_attribute("data-value")
+    first_key, label = browser.execute_script(
+        "const box = document.querySelector('#facets input'); return [box.dataset.key, box.dataset.value]")
     for _ in range(30):  # Tab through the sort choice and the "skip" of the facets panel to the first box
         ActionChains(browser).send_keys(Keys.TAB).perform()
-        if browser.switch_to.active_element.get_attribute("data-key") == first_box.get_attribute("data-key"):
+        if browser.execute_script("return document.activeElement.dataset.key") == first_key:
             break
     else:
         pytest.fail("Tab never reached the first facet checkbox")
     ActionChains(browser).send_keys(Keys.SPACE).perform()
     wait_until(browser, lambda d: settled(d) and total(d) < spielberg, f"the {label} filter")
-    focused = browser.switch_to.active_element
-    assert focused.get_attribute("data-value") == label and focused.is_selected()  # focus survived the re-render
+    focused = browser.execute_script("const box = document.activeElement; return [box.dataset.value, box.checked]")
+    assert focused == [label, True]  # focus survived the re-render
 
-    css(browser, "#query").click()
+    click(browser, "#query")
     ActionChains(browser).send_keys(Keys.ESCAPE).perform()
     wait_until(browser, lambda d: settled(d) and css(d, "#query").get_attribute("value") == "" and total(d) > spielberg,
                "the cleared query")

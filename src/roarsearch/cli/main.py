@@ -1,13 +1,17 @@
-"""The command line (contract §6): ``serve``, ``import``, ``search``, ``check``, ``demo``.
+"""The command line (contract §6): ``serve``, ``import``, ``search``, ``check``, ``export``,
+``backup``, ``demo``.
 
-Owns: argument parsing and the five commands. ``python -m roarsearch`` (``roarsearch/__main__.py``)
+Owns: argument parsing, where ``--data`` points, and the commands (reading import files is
+``cli/importing.py``'s). ``python -m roarsearch`` (``roarsearch/__main__.py``)
 and the ``roarsearch`` script (pyproject ``[project.scripts]``) both call :func:`main`.
 
 Invariants:
 - exit status 0 on success, 1 on failure, 2 on bad usage; failures print one line to stderr, never
   a traceback (except for a bug, which should be seen);
-- ``--data`` defaults to ``./roarsearch-data``; each application lives in ``DATA/ID``; for ``serve``
-  the first ``--app`` is the default one (``default`` when none is named);
+- ``--data`` defaults to ``./roarsearch-data`` and names either a root of applications (each in
+  ``DATA/ID``) or a directory that ``Engine(DATA)`` wrote, which is then the default application
+  (:func:`_app_directory`); for ``serve`` the first ``--app`` is the default one (``default`` when
+  none is named); reading commands never create a data directory, and say where to look instead;
 - ``import`` writes whole batches only: a batch is read completely (a line that does not parse
   stops the import before the batch is sent) and the engine writes a batch all or nothing, so
   earlier batches stay and nothing of the failing one is written;
@@ -20,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import importlib.util
 import json
 import logging
@@ -29,6 +32,7 @@ import re
 import secrets
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -42,10 +46,10 @@ DEFAULT_MAX_BODY_BYTES = 100 * 1024 * 1024
 CELL_WIDTH = 40
 #: Columns of the search table besides ``id`` and ``_rank`` when ``--fields`` does not name them.
 TABLE_FIELDS = 4
-#: A CSV cell becomes a number only in canonical form: "007" and "1.50e" stay text (zip codes,
-#: codes with leading zeros), and "nan"/"inf" (which float() would take) are not numbers in JSON.
-CSV_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?P<fraction>\.[0-9]+)?(?P<exponent>[eE][+-]?[0-9]+)?")
-JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+#: Records per search page when exporting (the most a search returns).
+EXPORT_PAGE = 1000
+#: The deepest page a search reaches (the request's ``skip`` bound); export pages through search.
+EXPORT_MAX_SKIP = 1_000_000
 
 
 class UsageError(Exception):
@@ -70,12 +74,18 @@ def _count(text: str) -> int:
     return value
 
 
+DATA_HELP = "a root of applications (DATA/ID) or a directory Engine(DATA) wrote (default: %(default)s)"
+
+
 def _parser() -> argparse.ArgumentParser:
+    from roarsearch import __version__
+
     parser = argparse.ArgumentParser(prog="roarsearch", description="An embedded search engine and its HTTP service.")
+    parser.add_argument("--version", action="version", version=f"roarsearch {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="serve the HTTP API (docs/service.md)")
-    serve.add_argument("--data", default=DEFAULT_DATA, help="data directory; each app in DATA/ID (default: %(default)s)")
+    serve.add_argument("--data", default=DEFAULT_DATA, help=DATA_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s; 0: any free port)")
     serve.add_argument("--app", action="append", dest="apps", metavar="ID",
@@ -89,20 +99,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
                        help="largest request body; larger is a 413 (default: %(default)s = 100 MiB)")
 
-    importer = commands.add_parser("import", help="load JSON Lines, a JSON array or CSV into a collection")
+    importer = commands.add_parser("import", help="load JSON Lines, a JSON array or CSV (plain, .gz, .bz2, .xz) into a collection")
     importer.add_argument("collection")
     importer.add_argument("file")
-    importer.add_argument("--data", default=DEFAULT_DATA, help="data directory (default: %(default)s)")
+    importer.add_argument("--data", default=DEFAULT_DATA, help=DATA_HELP)
     importer.add_argument("--app", default=DEFAULT_APP, metavar="ID", help="application (default: %(default)s)")
     importer.add_argument("--batch-size", type=_positive, default=DEFAULT_BATCH_SIZE, metavar="N",
                           help="records per all-or-nothing batch (default: %(default)s)")
     importer.add_argument("--format", choices=["jsonl", "json", "csv"],
-                          help="default: from the extension (.json, .csv, anything else JSON Lines)")
+                          help="default: from the extension (.json, .csv, anything else JSON Lines; .gz/.bz2/.xz looked through)")
+    importer.add_argument("--id-field", metavar="NAME", help="use the field (or CSV column) NAME as each record's id")
+    importer.add_argument("--generate-ids", action="store_true",
+                          help="give records without an id one made from their content (a re-import replaces, never duplicates)")
 
     search = commands.add_parser("search", help="search a collection and print the results")
     search.add_argument("collection")
     search.add_argument("query", nargs="?", default="")
-    search.add_argument("--data", default=DEFAULT_DATA, help="data directory (default: %(default)s)")
+    search.add_argument("--data", default=DEFAULT_DATA, help=DATA_HELP)
     search.add_argument("--app", default=DEFAULT_APP, metavar="ID", help="application (default: %(default)s)")
     search.add_argument("--filter", default="", help='filter expression, e.g. "year < 1990 AND genres = Drama"')
     search.add_argument("--sort", action="append", default=[], metavar="KEY",
@@ -115,9 +128,20 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print the JSON response instead of a table")
 
     check = commands.add_parser("check", help="verify a data directory (checksums, index against records)")
-    check.add_argument("--data", default=DEFAULT_DATA, help="data directory (default: %(default)s)")
+    check.add_argument("--data", default=DEFAULT_DATA, help=DATA_HELP)
     check.add_argument("--app", action="append", dest="apps", metavar="ID",
                        help="only this application, repeatable (default: every one found)")
+
+    export = commands.add_parser("export", help="write every record of a collection as JSON Lines, in id order")
+    export.add_argument("collection")
+    export.add_argument("--data", default=DEFAULT_DATA, help=DATA_HELP)
+    export.add_argument("--app", default=DEFAULT_APP, metavar="ID", help="application (default: %(default)s)")
+    export.add_argument("--output", metavar="FILE", help="write to FILE (whole or not at all) instead of stdout")
+
+    backup = commands.add_parser("backup", help="copy an application's data directory consistently, even while it is served")
+    backup.add_argument("target", help="the backup directory to create (must not exist)")
+    backup.add_argument("--data", default=DEFAULT_DATA, help=DATA_HELP)
+    backup.add_argument("--app", default=DEFAULT_APP, metavar="ID", help="application (default: %(default)s)")
 
     demo = commands.add_parser("demo", help="load the bundled movies data set and serve the search page")
     _add_demo_arguments(demo)
@@ -142,12 +166,45 @@ def _is_data_directory(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "FORMAT"))
 
 
+def _applications(root: str) -> list[str]:
+    """The application directories directly under ``root``."""
+    names = os.listdir(root) if os.path.isdir(root) else []
+    return sorted(name for name in names if _is_data_directory(os.path.join(root, name)))
+
+
+def _app_directory(data: str, app: str) -> str:
+    """The data directory of application ``app`` under ``--data`` (contract §6).
+
+    ``data`` is either a directory that ``Engine(data)`` wrote, which is then the default
+    application itself, or a root holding one directory per application.
+    """
+    if _is_data_directory(data):
+        if app != DEFAULT_APP:
+            raise UsageError(f"{data} is one application's data directory (as Engine({data!r}) writes it), "
+                             f"not a root of applications: it has no application {app!r}; leave out --app")
+        return data
+    return os.path.join(data, app)
+
+
 def _existing_data_directory(data: str, app: str) -> str:
-    """``DATA/APP`` when it is a data directory: reading commands never create one by mistake."""
-    path = os.path.join(data, app)
-    if not _is_data_directory(path):
-        raise ValueError(f"{path}: not a roarsearch data directory (import something first, or pass --data / --app)")
-    return path
+    """Like :func:`_app_directory`, but it must exist: reading commands never create one by mistake."""
+    path = _app_directory(data, app)
+    if _is_data_directory(path):
+        return path
+    raise ValueError(f"{path}: not a roarsearch data directory; {_where_instead(data, app)}")
+
+
+def _where_instead(data: str, app: str) -> str:
+    """A hint for a ``--data`` that is one level off, or missing."""
+    if not os.path.exists(data):
+        return f"{data} does not exist (import something first, or pass --data)"
+    found = _applications(data)
+    if found:
+        return f"{data} holds the applications {', '.join(found)}: pass --app {found[0]}"
+    for parent in (os.path.dirname(os.path.abspath(data)), os.path.dirname(os.path.dirname(os.path.abspath(data)))):
+        if _is_data_directory(parent):  # DATA/collections or DATA/collections/NAME
+            return f"{data} is inside the data directory {parent}: pass --data {parent}"
+    return "import something first, or pass --data / --app"
 
 
 # ---------------------------------------------------------------------- serve
@@ -188,11 +245,16 @@ def serve(args: argparse.Namespace) -> int:
                               cors_origins=tuple(args.cors_origins or ["*"]), max_body_bytes=args.max_body_bytes)
     except ValueError as error:
         raise UsageError(str(error)) from error
+    if _is_data_directory(args.data) and len(apps) > 1:
+        raise UsageError(f"{args.data} is one application's data directory (as Engine({args.data!r}) writes it); "
+                         "to serve several applications, pass their root as --data")
+    # A directory Engine(DATA) wrote is served as the default (first) application.
+    paths = {app: args.data if _is_data_directory(args.data) else config.app_path(app) for app in apps}
     _configure_logging()
     engines: dict[str, Engine] = {}
     try:
         for app in apps:  # before the port is bound: a locked or damaged directory is a clear error
-            engines[app] = Engine(config.app_path(app))
+            engines[app] = Engine(paths[app])
     except BaseException:
         for engine in engines.values():
             engine.close()
@@ -241,154 +303,84 @@ def serve(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- import
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _jsonl_rows(path: str) -> Iterator[tuple[int, Any]]:
-    with open(path, encoding="utf-8-sig") as handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                # Without its newline, so that a record cut short is reported at its own end.
-                yield line, json.loads(text.rstrip("\r\n"), parse_constant=_reject_constant)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}: line {line}: malformed JSON: {error.msg} (column {error.colno})") from error
-            except ValueError as error:
-                raise ValueError(f"{path}: line {line}: {error}") from error
-
-
-def _json_array_rows(path: str) -> Iterator[tuple[int, Any]]:
-    """The elements of a JSON array one at a time, each with the line it starts on."""
-    with open(path, encoding="utf-8-sig") as handle:
-        text = handle.read()
-    decoder = json.JSONDecoder(parse_constant=_reject_constant)
-
-    def skip(position: int) -> int:
-        match = JSON_WHITESPACE.match(text, position)
-        return match.end() if match else position
-
-    def line_of(position: int) -> int:
-        return text.count("\n", 0, position) + 1
-
-    position = skip(0)
-    if text[position:position + 1] != "[":
-        raise ValueError(f"{path}: a JSON file must hold an array of records (use .jsonl for JSON Lines)")
-    position = skip(position + 1)
-    if text[position:position + 1] == "]":
-        return
-    line, counted_to = 1, 0
-    while True:
-        line += text.count("\n", counted_to, position)  # counted incrementally: one pass over the text
-        counted_to = position
-        try:
-            record, end = decoder.raw_decode(text, position)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: line {error.lineno}: malformed JSON: {error.msg} (column {error.colno})") from error
-        except ValueError as error:
-            raise ValueError(f"{path}: line {line}: {error}") from error
-        yield line, record
-        position = skip(end)
-        separator = text[position:position + 1]
-        if separator == ",":
-            position = skip(position + 1)
-        elif separator == "]":
-            rest = skip(position + 1)
-            if rest != len(text):
-                raise ValueError(f"{path}: line {line_of(rest)}: text after the end of the array")
-            return
-        else:
-            raise ValueError(f"{path}: line {line_of(position)}: malformed JSON: expected ',' or ']' after a record")
-
-
-def _csv_value(text: str) -> Any:
-    match = CSV_NUMBER.fullmatch(text)
-    if match is None:
-        return text
-    if match["fraction"] is None and match["exponent"] is None:
-        return int(text)
-    return float(text)
-
-
-def _csv_rows(path: str) -> Iterator[tuple[int, Any]]:
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None:
-            return
-        if len(set(header)) != len(header) or any(not name for name in header):
-            raise ValueError(f"{path}: line 1: the header needs distinct, non-empty column names")
-        start = reader.line_num + 1
-        for cells in reader:
-            if cells:  # a blank line
-                if len(cells) > len(header):
-                    raise ValueError(f"{path}: line {start}: {len(cells)} cells, the header names {len(header)}")
-                yield start, {name: _csv_value(cell) for name, cell in zip(header, cells) if cell != ""}
-            start = reader.line_num + 1
-
-
-def _rows(path: str, kind: str) -> Iterator[tuple[int, Any]]:
-    """(line number, record) pairs; a line that does not parse raises ValueError naming it."""
-    readers = {"jsonl": _jsonl_rows, "json": _json_array_rows, "csv": _csv_rows}
-    return readers[kind](path)
-
-
 def import_file(args: argparse.Namespace) -> int:
     from roarsearch import Engine, SearchError
+    from roarsearch.cli.importing import format_of, open_input, read_rows, with_ids
 
-    kind = args.format or {".csv": "csv", ".json": "json"}.get(os.path.splitext(args.file)[1].lower(), "jsonl")
+    kind = args.format or format_of(args.file)
     if not os.path.isfile(args.file):
         raise UsageError(f"{args.file}: no such file")
-    progress = None
-    if sys.stderr.isatty():
-        from tqdm import tqdm
-
-        progress = tqdm(unit=" records", desc=args.collection, file=sys.stderr)
+    if args.id_field is not None and not args.id_field:
+        raise UsageError("--id-field: must name a field")
     imported = 0
     batch: list[Any] = []
     lines: list[int] = []
-    try:
-        with Engine(os.path.join(args.data, args.app)) as engine:
+    with open_input(args.file, kind) as source, _progress(args.collection, source.size) as progress, \
+            Engine(_app_directory(args.data, args.app)) as engine:
 
-            def flush() -> None:
-                nonlocal imported
-                try:
-                    engine.add_records(args.collection, batch)
-                except SearchError as error:
-                    where = error.data
-                    found = re.match(r"records\[(\d+)\]", where)
-                    if found and int(found[1]) < len(lines):  # the engine names the record; we know its line
-                        index = int(found[1])
-                        where = f"line {lines[index]} (record {imported + index + 1} of the file): {where}"
-                    raise ValueError(f"{args.file}: {where}; nothing of this batch was written "
-                                     f"({imported} records before it were)") from error
-                imported += len(batch)
-                if progress is not None:
-                    progress.update(len(batch))
-                batch.clear()
-                lines.clear()
-
+        def flush() -> None:
+            nonlocal imported
             try:
-                for line, record in _rows(args.file, kind):
-                    batch.append(record)
-                    lines.append(line)
-                    if len(batch) >= args.batch_size:
-                        flush()
-            except UnicodeDecodeError as error:
-                raise ValueError(f"{args.file}: not UTF-8 text ({error.reason})") from error
-            except ValueError as error:
-                if "nothing of this batch" not in str(error):
-                    raise ValueError(f"{error}; nothing of this batch was written ({imported} records before it were)") \
-                        from error
-                raise
-            if batch:
-                flush()
-    finally:
-        if progress is not None:
-            progress.close()
+                engine.add_records(args.collection, batch)
+            except SearchError as error:
+                where = error.data
+                found = re.match(r"records\[(\d+)\]", where)
+                if found and int(found[1]) < len(lines):  # the engine names the record; we know its line
+                    index = int(found[1])
+                    where = f"line {lines[index]} (record {imported + index + 1} of the file): {where}"
+                    if where.endswith(".id: is required"):
+                        where += " (name the id field with --id-field NAME, or make ids with --generate-ids)"
+                raise ValueError(f"{args.file}: {where}; nothing of this batch was written "
+                                 f"({imported} records before it were)") from error
+            imported += len(batch)
+            progress(source.bytes_read(), imported)
+            batch.clear()
+            lines.clear()
+
+        try:
+            for line, record in with_ids(args.file, read_rows(args.file, source, kind), args.id_field, args.generate_ids):
+                batch.append(record)
+                lines.append(line)
+                if len(batch) >= args.batch_size:
+                    flush()
+                elif len(batch) % PROGRESS_EVERY == 0:
+                    progress(source.bytes_read(), imported + len(batch))
+        except ValueError as error:
+            if "nothing of this batch" not in str(error):
+                raise ValueError(f"{error}; nothing of this batch was written ({imported} records before it were)") \
+                    from error
+            raise
+        if batch:
+            flush()
     print(f"imported {imported} records into {args.collection}")
     return 0
+
+
+#: Records read between two progress bar updates.
+PROGRESS_EVERY = 1000
+
+
+@contextlib.contextmanager
+def _progress(collection: str, total_bytes: int) -> Iterator[Any]:
+    """``update(bytes_read, records)``: a bar with total and ETA from the (compressed) file size, on a terminal only."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # the server extra brings tqdm; without it, no bar
+        tqdm = None
+    if tqdm is None or not sys.stderr.isatty():
+        yield lambda _done, _records: None
+        return
+    bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024, desc=collection, file=sys.stderr)
+
+    def update(done: int, records: int) -> None:
+        bar.update(done - bar.n)
+        bar.set_postfix_str(f"{records:,} records", refresh=False)
+
+    try:
+        yield update
+        bar.update(total_bytes - bar.n)
+    finally:
+        bar.close()
 
 
 # ---------------------------------------------------------------------- search
@@ -449,15 +441,15 @@ def _table(results: list[dict[str, Any]], fields: list[str]) -> str:
 def check(args: argparse.Namespace) -> int:
     from roarsearch import Engine
 
-    found = sorted(name for name in (os.listdir(args.data) if os.path.isdir(args.data) else [])
-                   if _is_data_directory(os.path.join(args.data, name)))
-    apps = args.apps or found
+    if _is_data_directory(args.data):  # a directory Engine(DATA) wrote: the default application
+        apps = args.apps or [DEFAULT_APP]
+    else:
+        apps = args.apps or _applications(args.data)
     if not apps:
-        raise ValueError(f"{args.data}: no roarsearch data directory found")
+        raise ValueError(f"{args.data}: no roarsearch data directory found; {_where_instead(args.data, DEFAULT_APP)}")
     failed = False
     for app in apps:
-        path = _existing_data_directory(args.data, app)
-        with Engine(path) as engine:
+        with Engine(_existing_data_directory(args.data, app)) as engine:
             try:
                 report = engine.check()
             except AttributeError as error:
@@ -475,6 +467,57 @@ def check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+# ---------------------------------------------------------------------- export
+
+def export(args: argparse.Namespace) -> int:
+    """Every record as JSON Lines in id order (integer ids first, then strings), as stored."""
+    from roarsearch import Engine
+
+    with Engine(_existing_data_directory(args.data, args.app)) as engine:
+        first = engine.search({"collection": args.collection, "count": 0})
+        if first["totalHits"] > EXPORT_MAX_SKIP + EXPORT_PAGE:
+            raise ValueError(f"{args.collection}: {first['totalHits']:,} records; export pages through search, "
+                             f"which reaches {EXPORT_MAX_SKIP + EXPORT_PAGE:,}: use `roarsearch backup` instead")
+        if args.output is None:
+            written = _export_to(engine, args.collection, sys.stdout)
+        else:
+            # Whole or not at all: a temporary file beside the target, renamed once complete.
+            folder = os.path.dirname(os.path.abspath(args.output))
+            handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, prefix=".export-", delete=False)
+            try:
+                with handle:
+                    written = _export_to(engine, args.collection, handle)
+                os.replace(handle.name, args.output)
+            except BaseException:
+                os.unlink(handle.name)
+                raise
+            print(f"exported {written} records of {args.collection} to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _export_to(engine: Any, collection: str, out: Any) -> int:
+    written = 0
+    while True:
+        page = engine.search({"collection": collection, "sort": ["id"], "skip": written, "count": EXPORT_PAGE})
+        for record in page["results"]:
+            record.pop("_rank", None)  # added by search, not part of the record
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        written += len(page["results"])
+        if len(page["results"]) < EXPORT_PAGE:
+            return written
+
+
+# ---------------------------------------------------------------------- backup
+
+def backup(args: argparse.Namespace) -> int:
+    from roarsearch.storage.store import backup_data_directory
+
+    source = _existing_data_directory(args.data, args.app)
+    copied = backup_data_directory(source, args.target)
+    print(f"backed up {source} ({len(copied)} collections: {', '.join(copied) or 'none'}) to {args.target}")
+    return 0
+
+
 # ---------------------------------------------------------------------- entry point
 
 def main(argv: list[str] | None = None) -> int:
@@ -485,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(exit_.code or 0) if isinstance(exit_.code, int) else 2
     from roarsearch.errors import SearchError
 
-    handlers = {"serve": serve, "import": import_file, "search": search, "check": check}
+    handlers = {"serve": serve, "import": import_file, "search": search, "check": check, "export": export,
+                "backup": backup}
     try:
         if args.command == "demo":
             missing = getattr(args, "demo_missing", None)
@@ -496,6 +540,11 @@ def main(argv: list[str] | None = None) -> int:
 
             return int(demo_module.run(args))
         return handlers[args.command](args)
+    except BrokenPipeError:
+        # The reader went away (`roarsearch search ... --json | head`): not an error of ours. Later
+        # writes (the interpreter's final flush) go nowhere instead of failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except UsageError as error:
         print(f"roarsearch {args.command}: {error}", file=sys.stderr)
         return 2

@@ -162,6 +162,9 @@ class DataDirectoryStore:
         else:
             strangers = [name for name in self.fs.listdir(self.path)
                          if name not in (LOCK_FILE, COLLECTIONS_DIR, FORMAT_FILE + ".tmp")]
+            hint = _one_level_off(self.fs, self.path, strangers)
+            if hint:
+                raise BadRequestError(f"path: {self.path!r} is not a roarsearch data directory: {hint}", field="path")
             if strangers:
                 raise BadRequestError(
                     f"path: {self.path!r} is not a roarsearch data directory and not empty (it holds "
@@ -201,6 +204,18 @@ class DataDirectoryStore:
 DataDirectory = DataDirectoryStore
 
 
+def _one_level_off(fs: FileSystem, path: str, names: list[str]) -> str | None:
+    """What ``path`` looks like when it is next to a data directory rather than one (None: neither)."""
+    apps = sorted(name for name in names if fs.exists(os.path.join(path, name, FORMAT_FILE)))
+    if apps:  # what `roarsearch import --data DIR` makes: DIR/<app>/FORMAT
+        return (f"it looks like a roarsearch root of applications (it holds {', '.join(repr(a) for a in apps)}); "
+                f"open {os.path.join(path, apps[0])!r}")
+    for parent in (os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
+        if fs.exists(os.path.join(parent, FORMAT_FILE)):  # DATA/collections or DATA/collections/NAME
+            return f"it is inside the data directory {parent!r}; open that one"
+    return None
+
+
 def backup_data_directory(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> list[str]:
     """Copy a data directory — even one an engine has open and is writing — into a consistent backup.
 
@@ -209,9 +224,41 @@ def backup_data_directory(source: str | os.PathLike[str], target: str | os.PathL
     copies includes every record of the copied log, whose records are then skipped on open. (The
     other order can lose the batches of a snapshot-and-reset that happens between the copies.) A
     log copied in the middle of an append ends in an incomplete record, cut off at open like any
-    torn tail. ``target`` must not exist. Returns the collections copied.
+    torn tail. Returns the collections copied.
+
+    ``target`` must not exist. The copy is made in a temporary folder beside it and renamed to
+    ``target`` only once complete, so a failure leaves nothing behind. Raises
+    :class:`BadRequestError` when ``source`` is not a data directory (with a hint when it is one
+    level off) or ``target`` exists, :class:`StorageError` when a copy fails.
     """
-    source, target = os.fspath(source), os.fspath(target)
+    source, target = os.path.abspath(os.fspath(source)), os.path.abspath(os.fspath(target))
+    if not os.path.isfile(os.path.join(source, FORMAT_FILE)):
+        names = os.listdir(source) if os.path.isdir(source) else []
+        why = _one_level_off(FileSystem(), source, names) or ("it does not exist" if not os.path.exists(source)
+                                                             else "it has no FORMAT marker")
+        raise BadRequestError(f"source: {source!r} is not a roarsearch data directory: {why}; nothing was copied",
+                              field="source")
+    if os.path.lexists(target):
+        raise BadRequestError(f"target: {target!r} already exists; a backup goes into a new directory", field="target")
+    parent = os.path.dirname(target)
+    if not os.path.isdir(parent):
+        raise BadRequestError(f"target: the folder {parent!r} does not exist", field="target")
+    partial = os.path.join(parent, f".{os.path.basename(target)}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)  # a leftover of an earlier attempt by this pid
+    try:
+        copied = _copy_in_safe_order(source, partial)
+        os.rename(partial, target)
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise StorageError(f"backup of {source!r} to {target!r} failed, nothing was left behind: "
+                           f"{error.strerror or error} ({error.filename or ''})") from error
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return copied
+
+
+def _copy_in_safe_order(source: str, target: str) -> list[str]:
     os.makedirs(os.path.join(target, COLLECTIONS_DIR))
     shutil.copyfile(os.path.join(source, FORMAT_FILE), os.path.join(target, FORMAT_FILE))
     copied = []
@@ -221,7 +268,7 @@ def backup_data_directory(source: str | os.PathLike[str], target: str | os.PathL
         if name.startswith(".") or not os.path.isdir(folder):
             continue
         os.makedirs(os.path.join(target, COLLECTIONS_DIR, name))
-        for file_name in (WAL_FILE, SNAPSHOT_FILE):  # this order: see the docstring
+        for file_name in (WAL_FILE, SNAPSHOT_FILE):  # this order: see backup_data_directory
             try:
                 shutil.copyfile(os.path.join(folder, file_name), os.path.join(target, COLLECTIONS_DIR, name, file_name))
             except FileNotFoundError:

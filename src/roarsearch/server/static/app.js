@@ -166,21 +166,28 @@ function renderRecord(record) {
   const meta = el("p", { className: "meta" });
   facts.forEach((fact, index) => meta.append(index ? " · " : "", fact));
   const item = el("li", {}, heading, meta);
-  if (record.director) item.append(el("p", { className: "credit" }, "Directed by ", marked("span", highlights.director, record.director)));
-  const cast = castLine(record.cast || [], highlights.cast);
+  const directors = nameLine(listOf(record.director), listOf(highlights.director), Infinity);
+  if (directors) item.append(el("p", { className: "credit" }, "Directed by ", directors));
+  const cast = nameLine(listOf(record.cast), listOf(highlights.cast), 5);
   if (cast) item.append(el("p", { className: "credit" }, "With ", cast));
   return item;
 }
 
-/** Up to five cast members, the ones the query matched first (their highlights carry `<em>`). */
-function castLine(cast, highlighted) {
-  if (!cast.length) return null;
-  const names = cast.map((name, index) => ({ name, highlight: Array.isArray(highlighted) ? highlighted[index] : undefined }));
+/** A field that may hold one name or an array of them (records added by hand may use either). */
+function listOf(value) {
+  if (Array.isArray(value)) return value;
+  return value == null || value === "" ? [] : [value];
+}
+
+/** Up to `limit` names, the ones the query matched first (their highlights carry `<em>`). */
+function nameLine(people, highlighted, limit) {
+  if (!people.length) return null;
+  const names = people.map((name, index) => ({ name: String(name), highlight: highlighted[index] }));
   const matched = names.filter((entry) => typeof entry.highlight === "string" && entry.highlight.includes("<em>"));
-  const shown = [...matched, ...names.filter((entry) => !matched.includes(entry))].slice(0, 5);
+  const shown = [...matched, ...names.filter((entry) => !matched.includes(entry))].slice(0, limit);
   const line = el("span");
   shown.forEach((entry, index) => line.append(index ? ", " : "", marked("span", entry.highlight, entry.name)));
-  if (cast.length > shown.length) line.append(` and ${cast.length - shown.length} more`);
+  if (people.length > shown.length) line.append(` and ${people.length - shown.length} more`);
   return line;
 }
 
@@ -257,6 +264,8 @@ $("search-form").addEventListener("submit", (event) => {
 });
 $("query").addEventListener("input", (event) => {
   state.query = event.target.value;
+  // Busy from the keystroke on, not only once the request leaves: what is shown is about to change.
+  $("results").setAttribute("aria-busy", "true");
   clearTimeout(debounce);
   debounce = setTimeout(restart, DEBOUNCE_MS);
 });
