@@ -5,7 +5,8 @@ What's measured, per engine, each in its own processes (so every memory figure i
   adapter (``benchmarks.peers``: roarsearch is a durable ``Engine(path)``, closed at the end;
   tantivy one writer, one commit, merges awaited; SQLite FTS5 one transaction, indexes and
   ``optimize`` after the load) and reports records/s over the whole build (wall clock, JSON parsing
-  included — it is also reported on its own), the process's peak resident memory (``VmHWM``,
+  included — it is also reported on its own; the build's CPU seconds, all threads, are reported
+  too, as the machine may be shared), the process's peak resident memory (``VmHWM``,
   which starts afresh at exec; read before the reopen below) and its resident memory after the
   build returned, ``gc.collect()`` ran, and the index was reopened in that same process with one
   query asked (``VmRSS``: what a process that has indexed and now serves its index holds; the
@@ -33,6 +34,7 @@ import argparse
 import gc
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -61,6 +63,12 @@ def _status_mb(key: str) -> float:
     raise KeyError(key)
 
 
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process, every thread included."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _timed(batches: Iterator[list[dict[str, Any]]], spent: list[float]) -> Iterator[list[dict[str, Any]]]:
     """``batches``, adding the seconds spent reading and parsing them to ``spent[0]``."""
     while True:
@@ -78,10 +86,12 @@ def child_build(engine: str, corpus_name: str, records: int, directory: str) -> 
     adapter = adapter_for(engine)
     start_mb = _status_mb("VmRSS")
     parse = [0.0]
+    cpu_started = _cpu_s()
     started = time.perf_counter()
     built = adapter.build(CORPORA[corpus_name], _timed(iter_batches(jsonl_path(corpus_name, records), BATCH), parse),
                           directory)
     build_s = time.perf_counter() - started
+    cpu_s = _cpu_s() - cpu_started
     gc.collect()
     closed_mb = _status_mb("VmRSS")
     peak_mb = _status_mb("VmHWM")
@@ -92,7 +102,7 @@ def child_build(engine: str, corpus_name: str, records: int, directory: str) -> 
     serving_mb = _status_mb("VmRSS")
     adapter.close()
     return {"records": built, "build_s": round(build_s, 2), "parse_s": round(parse[0], 2),
-            "records_per_s": round(built / build_s), "rss_start_mb": round(start_mb, 1),
+            "records_per_s": round(built / build_s), "cpu_s": round(cpu_s, 2), "rss_start_mb": round(start_mb, 1),
             "rss_after_close_mb": round(closed_mb, 1), "rss_after_build_mb": round(serving_mb, 1),
             "peak_rss_mb": round(peak_mb, 1)}
 
@@ -183,16 +193,16 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [f"Machine: {report['machine']}. Date: {report['date']}. Command: `{report['command']}`. "
              f"Source: {report['source']}. {report['corpus']}, {report['records']:,} records, "
              f"JSON Lines {jsonl_mb:,} MB.", "",
-             "| engine | records/s | vs tantivy | build s (JSON parse) | peak RSS MB | vs tantivy | "
+             "| engine | records/s | vs tantivy | build s (JSON parse) | build CPU s | peak RSS MB | vs tantivy | "
              "RSS after build MB | disk MB | vs JSON Lines | open + 1 query s | RSS after reopen MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for run in runs:
         if "error" in run:
-            lines.append(f"| {run['engine']} | failed: {run['error'][:80]} |" + " |" * 9)
+            lines.append(f"| {run['engine']} | failed: {run['error'][:80]} |" + " |" * 10)
             continue
         lines.append(
             f"| {run['engine']} | {run['records_per_s']:,} | {_ratio(run['records_per_s'], tantivy and tantivy['records_per_s'])} "
-            f"| {run['build_s']:,} ({run['parse_s']:,}) | {run['peak_rss_mb']:,} "
+            f"| {run['build_s']:,} ({run['parse_s']:,}) | {run.get('cpu_s', '—')} | {run['peak_rss_mb']:,} "
             f"| {_ratio(run['peak_rss_mb'], tantivy and tantivy['peak_rss_mb'])} | {run['rss_after_build_mb']:,} "
             f"| {run['disk_mb']:,} | {run['disk_mb'] / jsonl_mb:.2f}× | {run.get('open_s', 'failed')} "
             f"| {run.get('rss_after_open_mb', '—')} |")
@@ -223,6 +233,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3_600, help="seconds per child process")
     parser.add_argument("--name", help="result file stem (default ingest-<corpus>-<records>)")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+    parser.add_argument("--replot", metavar="NAME", help="rewrite results/NAME.md from results/NAME.json")
     parser.add_argument("--child-build", help=argparse.SUPPRESS)
     parser.add_argument("--child-open", help=argparse.SUPPRESS)
     parser.add_argument("--directory", help=argparse.SUPPRESS)
@@ -232,6 +243,11 @@ def main() -> None:
         return
     if args.child_open:
         print(json.dumps(child_open(args.child_open, args.corpus, args.directory)))
+        return
+    if args.replot:
+        stem = RESULTS / args.replot
+        stem.with_suffix(".md").write_text(markdown(json.loads(stem.with_suffix(".json").read_text())))
+        print("wrote", stem.with_suffix(".md"))
         return
     engines = tuple(args.engines.split(","))
     from benchmarks.run import adapter_for
