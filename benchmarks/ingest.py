@@ -205,7 +205,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {run['build_s']:,} ({run['parse_s']:,}) | {run.get('cpu_s', '—')} | {run['peak_rss_mb']:,} "
             f"| {_ratio(run['peak_rss_mb'], tantivy and tantivy['peak_rss_mb'])} | {run['rss_after_build_mb']:,} "
             f"| {run['disk_mb']:,} | {run['disk_mb'] / jsonl_mb:.2f}× | {run.get('open_s', 'failed')} "
-            f"| {run.get('rss_after_open_mb', '—')} |")
+            f"| {format(run['rss_after_open_mb'], ',') if 'rss_after_open_mb' in run else '—'} |")
     ours = next((run for run in runs if run["engine"] == "roarsearch" and "error" not in run), None)
     if ours is not None:
         figures = [
