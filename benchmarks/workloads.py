@@ -39,7 +39,7 @@ from typing import Any
 
 from rapidfuzz.distance import OSA
 
-from benchmarks.datasets import CORPORA, Corpus, real_movies, real_places
+from benchmarks.datasets import CORPORA, Corpus, real_records
 from roarsearch.analysis.analyzer import analyze
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
@@ -212,7 +212,7 @@ def workload_path(corpus: str) -> Path:
 
 def generate(corpus: str) -> Path:
     """Regenerate and save the workload file of ``corpus``."""
-    real = real_places() if corpus == "places" else real_movies()
+    real = real_records(corpus)
     workloads = make_workloads(CORPORA[corpus], real)
     WORKLOADS.mkdir(exist_ok=True)
     path = workload_path(corpus)

@@ -67,6 +67,11 @@ class Adapter:
         """Index every record of ``batches`` into ``directory``; returns the number of records."""
         raise NotImplementedError
 
+    def attach(self, corpus: Corpus, directory: str) -> None:
+        """Point at what ``build`` wrote into ``directory`` in another process, so that ``open``
+        can be timed in a fresh process (``benchmarks.ingest``)."""
+        raise NotImplementedError
+
     def open(self) -> None:
         """Open what ``build`` wrote for searching (timed apart from the build)."""
 

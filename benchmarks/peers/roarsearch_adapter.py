@@ -46,9 +46,12 @@ class RoarsearchAdapter(Adapter):
     name = "roarsearch"
     ties_by_id = True
 
-    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+    def attach(self, corpus: Corpus, directory: str) -> None:
         self.corpus = corpus
         self.directory = directory
+
+    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+        self.attach(corpus, directory)
         count = 0
         with Engine(directory) as engine:
             for batch in batches:

@@ -31,10 +31,13 @@ class SqliteFts5Adapter(Adapter):
     name = "sqlite-fts5"
     ties_by_id = True
 
-    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+    def attach(self, corpus: Corpus, directory: str) -> None:
         self.corpus = corpus
         self.path = os.path.join(directory, f"{corpus.name}.db")
         self.single = [f for f in corpus.keyword_fields if f not in corpus.multi_valued] + list(corpus.numeric_fields)
+
+    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+        self.attach(corpus, directory)
         db = sqlite3.connect(self.path)
         columns = ", ".join(_quote(f) for f in self.single)
         text_columns = ", ".join(_quote(f) for f in corpus.text_fields)

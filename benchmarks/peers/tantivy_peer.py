@@ -28,7 +28,7 @@ from benchmarks.peers.base import Adapter, Answer, Unsupported, range_label, typ
 class TantivyAdapter(Adapter):
     name = "tantivy"
 
-    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+    def attach(self, corpus: Corpus, directory: str) -> None:
         self.corpus = corpus
         self.directory = directory
         builder = tantivy.SchemaBuilder()
@@ -43,6 +43,9 @@ class TantivyAdapter(Adapter):
             else:
                 builder.add_integer_field(name, stored=False, indexed=True, fast=True)
         self.schema = builder.build()
+
+    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+        self.attach(corpus, directory)
         index = self._index()
         writer = index.writer(heap_size=256_000_000, num_threads=2)
         count = 0

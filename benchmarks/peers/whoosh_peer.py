@@ -33,9 +33,12 @@ class WhooshAdapter(Adapter):
     ties_by_id = False
     max_records = WHOOSH_MAX_RECORDS
 
-    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+    def attach(self, corpus: Corpus, directory: str) -> None:
         self.corpus = corpus
         self.directory = directory
+
+    def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+        self.attach(corpus, directory)
         analyzer = RegexTokenizer(r"[^\W_]+") | LowercaseFilter() | CharsetFilter(accent_map)
         schema: dict[str, Any] = {"id": fields.NUMERIC(stored=True, unique=True, bits=64, sortable=True)}
         for name in corpus.text_fields:
