@@ -1,0 +1,457 @@
+"""Geo points of one collection: the ``_geo`` column (contract §9).
+
+Owns: one point (latitude, longitude in degrees) per doc id, the spatial view that answers radius
+and polygon queries, and exact great-circle distances. Callers: the index writer (``add`` with the
+points of a batch, :func:`extract_points`), the search pipeline (``within_circle``,
+``within_polygon``, ``distances``), snapshots (``to_state``/``from_state``) and ``check()``
+(``pairs``).
+
+Invariants:
+
+- Append-only, at most one point per doc id: an upsert gives the record a new doc id and a delete
+  only clears ``alive``, so every reader intersects with the alive docs (results here include
+  retired docs unless ``universe`` excludes them).
+- Distance is the haversine great-circle distance on a sphere of :data:`EARTH_RADIUS_M`, computed by
+  one function (:func:`_haversine`) from per-doc values computed once (radians, cosine). A point is
+  inside a circle exactly when that computed distance is ``<= radius``; ``distances`` returns the
+  same numbers, so ``_geoDistance`` and the filter never disagree.
+- Everything spatial is a *prefilter*: grid cells and bounding boxes are widened by a margin far
+  larger than any rounding, and the final decision is the exact test on the candidates.
+
+The spatial view (rebuilt lazily once per write, like ``NumericColumn.sorted_pairs``) orders the
+points by ``(latitude strip, longitude)``, strips being :data:`STRIP_DEGREES` high. A query's
+bounding box becomes, for each strip it touches, one or two longitude slices found by binary
+search on a single composite key, so the work is proportional to the points near the area.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from pyroaring import BitMap
+
+from roarsearch.index.bitmaps import GrowableArray, array_from_bitmap, bitmap_from_array
+
+#: Mean Earth radius (IUGG), the sphere of contract §9.
+EARTH_RADIUS_M = 6_371_008.8
+#: Height of a latitude strip of the spatial view. Smaller strips cut the candidates of a small
+#: circle closer to its bounding box; larger ones mean fewer binary searches for a large one.
+#: A quarter degree (~28 km) keeps both under a few hundred searches per query.
+STRIP_DEGREES = 0.25
+#: A universe (candidates from words or filters) at most this large is tested doc by doc without
+#: consulting the spatial view; larger ones are tested doc by doc only when they are smaller than
+#: the spatial candidates of the area.
+UNIVERSE_CHECK_THRESHOLD = 2_048
+#: Results holding more than 1/this of the doc id space are collected through a dense boolean mask
+#: (sorted doc ids for free) instead of sorting the candidate doc ids.
+DENSE_RESULT_FRACTION = 16
+#: Most vertices in a polygon (each vertex is one vectorised pass over the candidates).
+MAX_POLYGON_POINTS = 1_000
+#: Widening of every prefilter (metres on the ground; radians for the angular forms below). The
+#: exact test decides; this only has to exceed the rounding of the haversine formula, which is
+#: worst (about 0.1 m) near antipodal points.
+_MARGIN_M = 1.0
+_MARGIN_RAD = _MARGIN_M / EARTH_RADIUS_M
+_MARGIN_DEG = math.degrees(_MARGIN_RAD)
+#: Composite key stride: longitudes shifted into [0, 360] never reach the next strip's range.
+_KEY_STRIDE = 512.0
+_N_STRIPS = int(math.ceil(180.0 / STRIP_DEGREES))
+#: Shewchuk's error bound for the float orientation determinant: beyond it the sign is exact.
+_ORIENT_ERROR = (3.0 + 16.0 * 2.0**-53) * 2.0**-53
+
+
+def _haversine(lat1: np.ndarray | float, lng1: np.ndarray | float, cos1: np.ndarray | float,
+               lat2: np.ndarray, lng2: np.ndarray, cos2: np.ndarray) -> np.ndarray:
+    """Great-circle distance in metres between points given in radians (with their cosines)."""
+    half_dlat = np.sin((lat2 - lat1) * 0.5)
+    half_dlng = np.sin((lng2 - lng1) * 0.5)
+    h = half_dlat * half_dlat + (cos1 * cos2) * (half_dlng * half_dlng)
+    # Rounding can push h a hair above 1 for antipodal points; arcsin would return NaN.
+    np.clip(h, 0.0, 1.0, out=h)
+    return np.asarray((2.0 * EARTH_RADIUS_M) * np.arcsin(np.sqrt(h)), dtype=np.float64)
+
+
+def haversine_m(lat1: float, lng1: float, lat2: np.ndarray, lng2: np.ndarray) -> np.ndarray:
+    """Distances in metres from (lat1, lng1) to each (lat2, lng2), all in degrees.
+
+    The same formula and the same order of operations as the column uses, so the numbers agree
+    bit for bit with :meth:`GeoColumn.distances`.
+
+    >>> round(float(haversine_m(48.8566, 2.3522, np.array([51.5074]), np.array([-0.1278]))[0]))
+    343557
+    """
+    lat2_rad = np.radians(np.asarray(lat2, dtype=np.float64))
+    lat1_rad = math.radians(lat1)
+    return _haversine(lat1_rad, math.radians(lng1), math.cos(lat1_rad), lat2_rad,
+                      np.radians(np.asarray(lng2, dtype=np.float64)), np.cos(lat2_rad))
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, e)`` for every (s, e), without a Python loop."""
+    lengths = ends - starts
+    keep = lengths > 0
+    starts, lengths = starts[keep], lengths[keep]
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - offsets, lengths)
+
+
+def _bitmap(docs: np.ndarray, id_space: int) -> BitMap:
+    """A bitmap of unsorted, distinct doc ids: a dense mask when many, a sort when few."""
+    if docs.size * DENSE_RESULT_FRACTION > id_space:
+        mask = np.zeros(id_space, dtype=bool)
+        mask[docs] = True
+        return bitmap_from_array(np.flatnonzero(mask))
+    return bitmap_from_array(np.sort(docs))
+
+
+class GeoColumn:
+    """The ``_geo`` points of one collection, by doc id.
+
+    >>> column = GeoColumn()
+    >>> column.add(np.array([0, 1, 2], np.uint32), np.array([48.8566, 51.5074, 40.7128]),
+    ...            np.array([2.3522, -0.1278, -74.006]))
+    >>> list(column.within_circle(48.85, 2.35, 500_000))
+    [0, 1]
+    >>> column.distances(np.array([1, 7]), 48.8566, 2.3522).round().tolist()
+    [343557.0, nan]
+    """
+
+    __slots__ = ("_docs", "_lat", "_lng", "_flat", "_view", "_lat_by_doc", "_lng_by_doc", "docs")
+
+    def __init__(self) -> None:
+        self._docs: list[np.ndarray] = []
+        self._lat: list[np.ndarray] = []
+        self._lng: list[np.ndarray] = []
+        self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._view: _SpatialView | None = None
+        # Dense per-doc degrees (NaN where a doc has no point): the source of the spatial view and
+        # of polygon tests on small universes.
+        self._lat_by_doc = GrowableArray(np.float64, np.nan)
+        self._lng_by_doc = GrowableArray(np.float64, np.nan)
+        #: Docs having a point (retired ones included).
+        self.docs = BitMap()
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def add(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray) -> None:
+        """Add one point per doc (degrees, already validated: lat in [-90, 90], lng in [-180, 180]).
+
+        Each doc id is new (doc ids are never reused), so a doc holds at most one point.
+        """
+        docs = np.asarray(docs, dtype=np.uint32)
+        if docs.size == 0:
+            return
+        lat = np.asarray(lat, dtype=np.float64)
+        lng = np.asarray(lng, dtype=np.float64)
+        if not (docs.shape == lat.shape == lng.shape):
+            raise ValueError("docs, lat and lng must have the same length")
+        self._docs.append(docs.copy())
+        self._lat.append(lat.copy())
+        self._lng.append(lng.copy())
+        self._flat = None
+        self._view = None
+        top = int(docs.max()) + 1
+        self._lat_by_doc.ensure(top)
+        self._lng_by_doc.ensure(top)
+        self._lat_by_doc.data[docs] = lat
+        self._lng_by_doc.data[docs] = lng
+        self.docs |= bitmap_from_array(docs)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(docs uint32, lat float64, lng float64) of every point, in insertion order (degrees)."""
+        if self._flat is None:
+            if not self._docs:
+                return np.empty(0, np.uint32), np.empty(0, np.float64), np.empty(0, np.float64)
+            self._flat = (np.concatenate(self._docs), np.concatenate(self._lat), np.concatenate(self._lng))
+            self._docs[:] = [self._flat[0]]
+            self._lat[:] = [self._flat[1]]
+            self._lng[:] = [self._flat[2]]
+        return self._flat
+
+    def _spatial(self) -> _SpatialView:
+        if self._view is None:
+            docs, lat, lng = self.pairs()
+            self._view = _SpatialView(docs, lat, lng, self._lat_by_doc.data.size)
+        return self._view
+
+    def distances(self, docs: np.ndarray, lat: float, lng: float) -> np.ndarray:
+        """Exact distances in metres from (lat, lng) to each doc's point; NaN where a doc has none.
+
+        ``docs`` may be in any order and hold any doc id (unknown ones give NaN).
+        """
+        docs = np.asarray(docs, dtype=np.int64)
+        if not self.docs:
+            return np.full(docs.shape, np.nan)
+        view = self._spatial()
+        known = (docs >= 0) & (docs < view.position.size)
+        position = view.position[np.where(known, docs, 0)]
+        known &= position >= 0
+        position = np.where(known, position, 0)
+        lat_rad = math.radians(lat)
+        # Gathered from the view's values: bit-identical to what the filters compare.
+        result = _haversine(lat_rad, math.radians(lng), math.cos(lat_rad), view.lat_rad[position],
+                            view.lng_rad[position], view.cos_lat[position])
+        result[~known] = np.nan
+        return result
+
+    def within_circle(self, lat: float, lng: float, radius_m: float, universe: BitMap | None = None) -> BitMap:
+        """Docs whose point is at most ``radius_m`` metres (great circle) from (lat, lng).
+
+        Args:
+            lat, lng: the centre in degrees (validated by the caller).
+            radius_m: metres, ``>= 0``; 0 matches points at distance exactly 0.
+            universe: when given, only these docs are considered (a small one is tested doc by doc).
+        Returns:
+            The docs inside, retired docs included unless ``universe`` excludes them.
+        """
+        if universe is not None and not universe:
+            return BitMap()
+        if not self.docs:
+            return BitMap()
+        if universe is not None and len(universe) <= UNIVERSE_CHECK_THRESHOLD:
+            return self._circle_check(array_from_bitmap(universe), lat, lng, radius_m)
+        view = self._spatial()
+        starts, ends = view.circle_slices(lat, lng, radius_m)
+        if universe is not None and len(universe) < int((ends - starts).sum()):
+            return self._circle_check(array_from_bitmap(universe), lat, lng, radius_m)
+        found = view.circle_test(_ranges(starts, ends), lat, lng, radius_m)
+        result = _bitmap(found, self._lat_by_doc.data.size)
+        if universe is not None:
+            result &= universe
+        return result
+
+    def within_polygon(self, points: list[tuple[float, float]] | np.ndarray, universe: BitMap | None = None) -> BitMap:
+        """Docs whose point is inside the polygon or on its boundary.
+
+        Args:
+            points: ``(lat, lng)`` vertices in degrees, at least 3, in order (closing edge implied).
+                Edges are straight lines in latitude/longitude; longitudes are taken as given (no
+                wrapping at ±180°); the even-odd rule decides self-intersecting polygons.
+            universe: as for :meth:`within_circle`.
+        """
+        vertices = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+        if vertices.shape[0] < 3:
+            raise ValueError("a polygon needs at least 3 points")
+        if universe is not None and not universe:
+            return BitMap()
+        if not self.docs:
+            return BitMap()
+        if universe is not None and len(universe) <= UNIVERSE_CHECK_THRESHOLD:
+            return self._polygon_check(array_from_bitmap(universe), vertices)
+        view = self._spatial()
+        starts, ends = view.box_slices(float(vertices[:, 0].min()), float(vertices[:, 0].max()),
+                                       [(float(vertices[:, 1].min()), float(vertices[:, 1].max()))])
+        if universe is not None and len(universe) < int((ends - starts).sum()):
+            return self._polygon_check(array_from_bitmap(universe), vertices)
+        index = _ranges(starts, ends)
+        inside = points_in_polygon(view.lat[index], view.lng[index], vertices)
+        result = _bitmap(view.docs[index[inside]], self._lat_by_doc.data.size)
+        if universe is not None:
+            result &= universe
+        return result
+
+    def _circle_check(self, docs: np.ndarray, lat: float, lng: float, radius_m: float) -> BitMap:
+        distance = self.distances(docs, lat, lng)
+        return bitmap_from_array(docs[distance <= radius_m])  # NaN compares False: no point, no match
+
+    def _polygon_check(self, docs: np.ndarray, vertices: np.ndarray) -> BitMap:
+        docs = docs[docs < self._lat_by_doc.data.size]
+        # Degrees as given (radians would round differently from the user's polygon).
+        lat, lng = self._lat_by_doc.data[docs], self._lng_by_doc.data[docs]
+        has_point = ~np.isnan(lat)
+        docs, lat, lng = docs[has_point], lat[has_point], lng[has_point]
+        return bitmap_from_array(docs[points_in_polygon(lat, lng, vertices)])
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def to_state(self) -> dict[str, Any]:
+        """msgpack-ready state: ``{"version": 1, "docs": <uint32 LE>, "lat": <float64 LE>,
+        "lng": <float64 LE>}`` (raw buffers, insertion order, degrees)."""
+        docs, lat, lng = self.pairs()
+        return {"version": GEO_STATE_VERSION, "docs": _bytes(docs.astype("<u4")),
+                "lat": _bytes(lat.astype("<f8")), "lng": _bytes(lng.astype("<f8"))}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> GeoColumn:
+        """Rebuild from :meth:`to_state` output (the derived views are rebuilt on first use)."""
+        if state.get("version") != GEO_STATE_VERSION:
+            raise ValueError(f"unsupported geo state version {state.get('version')!r}")
+        column = cls()
+        column.add(np.frombuffer(state["docs"], dtype="<u4").astype(np.uint32),
+                   np.frombuffer(state["lat"], dtype="<f8").astype(np.float64),
+                   np.frombuffer(state["lng"], dtype="<f8").astype(np.float64))
+        return column
+
+
+GEO_STATE_VERSION = 1
+
+
+def _bytes(array: np.ndarray) -> memoryview:
+    return memoryview(np.ascontiguousarray(array)).cast("B")
+
+
+class _SpatialView:
+    """The points ordered by (latitude strip, longitude), with a composite key for slicing.
+
+    Radians and cosines are computed here once per write; ``position`` maps a doc id to its place
+    in the view (-1 without a point), so distances by doc read the very same numbers.
+    """
+
+    __slots__ = ("key", "docs", "lat", "lng", "lat_rad", "lng_rad", "cos_lat", "position")
+
+    def __init__(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray, id_space: int) -> None:
+        key = _strip(lat) * _KEY_STRIDE + (lng + 180.0)
+        order = np.argsort(key, kind="stable")
+        self.key = key[order]
+        self.docs = docs[order]
+        self.lat = lat[order]
+        self.lng = lng[order]
+        self.lat_rad = np.radians(self.lat)
+        self.lng_rad = np.radians(self.lng)
+        self.cos_lat = np.cos(self.lat_rad)
+        self.position = np.full(id_space, -1, dtype=np.int32)
+        self.position[self.docs] = np.arange(self.docs.size, dtype=np.int32)
+
+    def box_slices(self, lat_low: float, lat_high: float,
+                   lng_intervals: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) of the slices holding every point of the box (and a few more)."""
+        first = int(_strip(np.array([lat_low]))[0])
+        last = int(_strip(np.array([lat_high]))[0])
+        strips = np.arange(first, last + 1, dtype=np.float64) * _KEY_STRIDE
+        lows = np.concatenate([strips + (low + 180.0) for low, _high in lng_intervals])
+        highs = np.concatenate([strips + (high + 180.0) for _low, high in lng_intervals])
+        return (np.searchsorted(self.key, lows, side="left").astype(np.int64),
+                np.searchsorted(self.key, highs, side="right").astype(np.int64))
+
+    def circle_slices(self, lat: float, lng: float, radius_m: float) -> tuple[np.ndarray, np.ndarray]:
+        """Slices covering the circle's bounding box, widened by the margin (see module doc)."""
+        angle = radius_m / EARTH_RADIUS_M + _MARGIN_RAD
+        lat_rad = math.radians(lat)
+        low, high = lat_rad - angle, lat_rad + angle
+        if low <= -math.pi / 2 or high >= math.pi / 2:
+            # The widened circle holds a pole: every longitude above (or below) the band's edge.
+            return self.box_slices(math.degrees(max(low, -math.pi / 2)), math.degrees(min(high, math.pi / 2)),
+                                   [(-180.0, 180.0)])
+        # Widest longitude reach of a circle that holds no pole (|lat| + angle < 90°, so ratio < 1).
+        ratio = math.sin(angle) / math.cos(lat_rad)
+        reach = math.degrees(math.asin(min(ratio, 1.0))) + _MARGIN_DEG
+        west, east = lng - reach, lng + reach
+        if reach >= 180.0:
+            intervals = [(-180.0, 180.0)]
+        elif west < -180.0:  # crosses the antimeridian westwards: two intervals
+            intervals = [(-180.0, east), (west + 360.0, 180.0)]
+        elif east > 180.0:
+            intervals = [(west, 180.0), (-180.0, east - 360.0)]
+        else:
+            intervals = [(west, east)]
+        return self.box_slices(math.degrees(low), math.degrees(high), intervals)
+
+    def circle_test(self, index: np.ndarray, lat: float, lng: float, radius_m: float) -> np.ndarray:
+        """Doc ids of the candidates at ``index`` whose exact distance is at most ``radius_m``."""
+        lat_rad = math.radians(lat)
+        distance = _haversine(lat_rad, math.radians(lng), math.cos(lat_rad), self.lat_rad[index],
+                              self.lng_rad[index], self.cos_lat[index])
+        return self.docs[index[distance <= radius_m]]
+
+
+def _strip(lat: np.ndarray) -> np.ndarray:
+    return np.clip(np.floor((lat + 90.0) / STRIP_DEGREES), 0, _N_STRIPS - 1)
+
+
+def _orientation(ax: float, ay: float, bx: float, by: float, px: np.ndarray, py: np.ndarray) -> np.ndarray:
+    """Exact sign (-1, 0, 1) of the orientation of (a, b, p) for each p: 1 when p is left of a→b.
+
+    The float determinant's sign is certain beyond Shewchuk's error bound; the rare points within
+    it (those on the line a→b, up to rounding) are decided in exact rational arithmetic.
+    """
+    left = (ax - px) * (by - py)
+    right = (ay - py) * (bx - px)
+    determinant = left - right
+    sign = np.sign(determinant).astype(np.int8)
+    # Products with an exactly zero factor are exact; both exact means the determinant is exact.
+    exact = (((ax - px) == 0) | ((by - py) == 0)) & (((ay - py) == 0) | ((bx - px) == 0))
+    doubtful = np.flatnonzero((np.abs(determinant) <= _ORIENT_ERROR * (np.abs(left) + np.abs(right))) & ~exact)
+    if doubtful.size:
+        fa_x, fa_y, fb_x, fb_y = Fraction(ax), Fraction(ay), Fraction(bx), Fraction(by)
+        for position in doubtful.tolist():  # only points on the line a→b up to rounding
+            fx, fy = Fraction(float(px[position])), Fraction(float(py[position]))
+            value = (fa_x - fx) * (fb_y - fy) - (fa_y - fy) * (fb_x - fx)
+            sign[position] = (value > 0) - (value < 0)
+    return sign
+
+
+def points_in_polygon(lat: np.ndarray, lng: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Boolean mask: which points are inside the polygon (even-odd) or on its boundary.
+
+    Exact for every float input: a point on an edge or a vertex is inside. ``vertices`` is an
+    ``(n, 2)`` array of (lat, lng). x is longitude and y latitude; the ray goes east.
+
+    >>> square = np.array([[0.0, 0.0], [0.0, 2.0], [2.0, 2.0], [2.0, 0.0]])
+    >>> points_in_polygon(np.array([1.0, 0.0, 3.0]), np.array([1.0, 1.0, 1.0]), square).tolist()
+    [True, True, False]
+    """
+    px, py = np.asarray(lng, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+    inside = np.zeros(px.shape, dtype=bool)
+    boundary = np.zeros(px.shape, dtype=bool)
+    count = vertices.shape[0]
+    for edge in range(count):  # a loop over edges; every step is vectorised over the points
+        ay, ax = (float(value) for value in vertices[edge])
+        by, bx = (float(value) for value in vertices[(edge + 1) % count])
+        if ax == bx and ay == by:
+            boundary |= (px == ax) & (py == ay)
+            continue
+        orientation = _orientation(ax, ay, bx, by, px, py)
+        boundary |= ((orientation == 0) & (px >= min(ax, bx)) & (px <= max(ax, bx))
+                     & (py >= min(ay, by)) & (py <= max(ay, by)))
+        # Half-open rule on latitude: a vertex is counted for exactly one of its two edges.
+        straddles = (ay > py) != (by > py)
+        # East of p, the edge crosses the ray iff p is left of an upward edge / right of a downward one.
+        inside ^= straddles & (orientation == (1 if by > ay else -1))
+    return inside | boundary
+
+
+def extract_points(records: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(positions in the batch, lat, lng) of the records holding a ``_geo`` point (validated).
+
+    For the writer: ``column.add(first_doc + positions, lat, lng)`` when docs are numbered in
+    batch order. A ``null`` ``_geo`` is no point.
+    """
+    positions = [position for position, record in enumerate(records) if record.get("_geo") is not None]
+    lat = np.fromiter((records[position]["_geo"]["lat"] for position in positions), np.float64, len(positions))
+    lng = np.fromiter((records[position]["_geo"]["lng"] for position in positions), np.float64, len(positions))
+    return np.asarray(positions, dtype=np.int64), lat, lng
+
+
+def nearest(column: GeoColumn, docs: np.ndarray, lat: float, lng: float, k: int,
+            descending: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` docs of ``docs`` nearest (or farthest) to (lat, lng), in order, with distances.
+
+    Ties are broken by doc id; docs without a point come last in both directions. Cost:
+    one distance per doc plus ``argpartition`` (no full sort).
+    """
+    docs = np.asarray(docs)
+    distance = column.distances(docs, lat, lng)
+    key = -distance if descending else distance.copy()
+    key[np.isnan(key)] = np.inf  # no point: last either way
+    k = min(k, docs.size)
+    if k <= 0:
+        return docs[:0], distance[:0]
+    if k < docs.size:
+        # Everything tied with the k-th key competes on doc id, not argpartition's whim.
+        kth = key[np.argpartition(key, k - 1)[k - 1]]
+        top = np.flatnonzero(key <= kth)
+    else:
+        top = np.arange(docs.size)
+    order = top[np.lexsort((docs[top], key[top]))][:k]
+    return docs[order], distance[order]
