@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from pyroaring import BitMap
 
 from roarsearch.datasets import load_places
+from roarsearch.index import geo
 from roarsearch.index.geo import UNIVERSE_CHECK_THRESHOLD, GeoColumn
 
 R = 6_371_008.8
@@ -123,10 +124,18 @@ def test_universe_only_restricts(column: GeoColumn, points: tuple[np.ndarray, np
     rng = np.random.default_rng(seed)
     universe = BitMap(rng.choice(lat.size + 20, size=size, replace=False).tolist())  # ids past the end too
     everything = column.within_circle(centre[0], centre[1], radius)
-    assert column.within_circle(centre[0], centre[1], radius, universe) == everything & universe
     square = [(centre[0] - 5, centre[1] - 5), (centre[0] - 5, centre[1] + 5), (centre[0] + 5, centre[1] + 5),
               (centre[0] + 5, centre[1] - 5)]
-    assert column.within_polygon(square, universe) == column.within_polygon(square) & universe
+    inside_square = column.within_polygon(square)
+    # Every way of meeting a universe: doc by doc (small, or outnumbered), or spatial then restricted.
+    for threshold, ratio in [(geo.UNIVERSE_CHECK_THRESHOLD, geo.UNIVERSE_COST_RATIO), (0, 0), (0, 10**9)]:
+        saved = geo.UNIVERSE_CHECK_THRESHOLD, geo.UNIVERSE_COST_RATIO
+        geo.UNIVERSE_CHECK_THRESHOLD, geo.UNIVERSE_COST_RATIO = threshold, ratio
+        try:
+            assert column.within_circle(centre[0], centre[1], radius, universe) == everything & universe
+            assert column.within_polygon(square, universe) == inside_square & universe
+        finally:
+            geo.UNIVERSE_CHECK_THRESHOLD, geo.UNIVERSE_COST_RATIO = saved
 
 
 # -- polygons ----------------------------------------------------------------------------------

@@ -42,9 +42,12 @@ EARTH_RADIUS_M = 6_371_008.8
 #: A quarter degree (~28 km) keeps both under a few hundred searches per query.
 STRIP_DEGREES = 0.25
 #: A universe (candidates from words or filters) at most this large is tested doc by doc without
-#: consulting the spatial view; larger ones are tested doc by doc only when they are smaller than
-#: the spatial candidates of the area.
+#: consulting the spatial view.
 UNIVERSE_CHECK_THRESHOLD = 2_048
+#: A larger universe is tested doc by doc only when the spatial candidates of the area outnumber it
+#: this many times: a doc of the universe costs a haversine on randomly placed memory, a spatial
+#: candidate one mask lookup (measured at 1M points: about 130 ns against 5 ns).
+UNIVERSE_COST_RATIO = 16
 #: Results holding more than 1/this of the doc id space are collected through a dense boolean mask
 #: (sorted doc ids for free) instead of sorting the candidate doc ids.
 DENSE_RESULT_FRACTION = 16
@@ -56,6 +59,14 @@ MAX_POLYGON_POINTS = 1_000
 _MARGIN_M = 1.0
 _MARGIN_RAD = _MARGIN_M / EARTH_RADIUS_M
 _MARGIN_DEG = math.degrees(_MARGIN_RAD)
+#: Band around a circle's edge (metres) where the unit-vector prefilter defers to the haversine:
+#: the dot product of unit vectors and the haversine each err by well under 1 m (worst at the
+#: antipode, where both are ill-conditioned), so outside the band their verdicts agree.
+_CHORD_BAND_M = 10.0
+_COSINE_SLACK = 1e-12
+#: Slices at least this long on average are scanned in place (a loop over slices); shorter ones
+#: are gathered into one index array (one numpy call per step, whatever the number of slices).
+MIN_RUN = 64
 #: Composite key stride: longitudes shifted into [0, 360] never reach the next strip's range.
 _KEY_STRIDE = 512.0
 _N_STRIPS = int(math.ceil(180.0 / STRIP_DEGREES))
@@ -63,12 +74,17 @@ _N_STRIPS = int(math.ceil(180.0 / STRIP_DEGREES))
 _ORIENT_ERROR = (3.0 + 16.0 * 2.0**-53) * 2.0**-53
 
 
-def _haversine(lat1: np.ndarray | float, lng1: np.ndarray | float, cos1: np.ndarray | float,
-               lat2: np.ndarray, lng2: np.ndarray, cos2: np.ndarray) -> np.ndarray:
-    """Great-circle distance in metres between points given in radians (with their cosines)."""
-    half_dlat = np.sin((lat2 - lat1) * 0.5)
-    half_dlng = np.sin((lng2 - lng1) * 0.5)
-    h = half_dlat * half_dlat + (cos1 * cos2) * (half_dlng * half_dlng)
+def _haversine(lat1: float, lng1: float, lat2: np.ndarray, lng2: np.ndarray) -> np.ndarray:
+    """Great-circle distances in metres from one point to many, all in degrees.
+
+    The one distance of this module: filters, ``distances`` and :func:`haversine_m` all call it on
+    the same stored degrees, so their numbers agree bit for bit.
+    """
+    lat1_rad = math.radians(lat1)
+    lat2_rad = np.radians(lat2)
+    half_dlat = np.sin((lat2_rad - lat1_rad) * 0.5)
+    half_dlng = np.sin((np.radians(lng2) - math.radians(lng1)) * 0.5)
+    h = half_dlat * half_dlat + (math.cos(lat1_rad) * np.cos(lat2_rad)) * (half_dlng * half_dlng)
     # Rounding can push h a hair above 1 for antipodal points; arcsin would return NaN.
     np.clip(h, 0.0, 1.0, out=h)
     return np.asarray((2.0 * EARTH_RADIUS_M) * np.arcsin(np.sqrt(h)), dtype=np.float64)
@@ -77,16 +93,13 @@ def _haversine(lat1: np.ndarray | float, lng1: np.ndarray | float, cos1: np.ndar
 def haversine_m(lat1: float, lng1: float, lat2: np.ndarray, lng2: np.ndarray) -> np.ndarray:
     """Distances in metres from (lat1, lng1) to each (lat2, lng2), all in degrees.
 
-    The same formula and the same order of operations as the column uses, so the numbers agree
-    bit for bit with :meth:`GeoColumn.distances`.
+    The very function the column uses, so the numbers agree bit for bit with
+    :meth:`GeoColumn.distances`.
 
     >>> round(float(haversine_m(48.8566, 2.3522, np.array([51.5074]), np.array([-0.1278]))[0]))
     343557
     """
-    lat2_rad = np.radians(np.asarray(lat2, dtype=np.float64))
-    lat1_rad = math.radians(lat1)
-    return _haversine(lat1_rad, math.radians(lng1), math.cos(lat1_rad), lat2_rad,
-                      np.radians(np.asarray(lng2, dtype=np.float64)), np.cos(lat2_rad))
+    return _haversine(lat1, lng1, np.asarray(lat2, dtype=np.float64), np.asarray(lng2, dtype=np.float64))
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -102,12 +115,44 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 
 def _bitmap(docs: np.ndarray, id_space: int) -> BitMap:
-    """A bitmap of unsorted, distinct doc ids: a dense mask when many, a sort when few."""
+    """A bitmap of unsorted, distinct doc ids: built from a dense mask when many, a sort when few."""
     if docs.size * DENSE_RESULT_FRACTION > id_space:
-        mask = np.zeros(id_space, dtype=bool)
+        mask = np.zeros(-(-id_space // _CONTAINER) * _CONTAINER, dtype=bool)
         mask[docs] = True
-        return bitmap_from_array(np.flatnonzero(mask))
+        return _bitmap_from_mask(mask)
     return bitmap_from_array(np.sort(docs))
+
+
+_CONTAINER = 1 << 16  # doc ids per roaring container
+_ARRAY_CONTAINER_MAX = 4096  # beyond this many values a container is a bitset
+_NO_RUN_COOKIE = 12346
+
+
+def _bitmap_from_mask(mask: np.ndarray) -> BitMap:
+    """The bitmap of a boolean mask (length a multiple of 65,536), in roaring's portable format.
+
+    Large results are where building a BitMap costs most (sorted ids copied through an
+    ``array.array``: ~2 ms for 200k ids); here a dense container is one ``packbits`` and the
+    whole bitmap one ``deserialize``. Format: cookie 12346 and container count (uint32 each);
+    per container its key and cardinality - 1 (uint16 each); per container its byte offset
+    (uint32); then each container, sorted uint16 values (at most 4096) or a 1024-word bitset.
+    """
+    blocks = mask.reshape(-1, _CONTAINER)
+    counts = np.count_nonzero(blocks, axis=1)
+    keys = np.flatnonzero(counts)
+    descriptive = np.empty(keys.size * 2, dtype="<u2")
+    descriptive[0::2] = keys
+    descriptive[1::2] = counts[keys] - 1
+    bodies = []
+    for key in keys.tolist():  # one step per 65,536 doc ids
+        if counts[key] > _ARRAY_CONTAINER_MAX:
+            bodies.append(np.packbits(blocks[key], bitorder="little").tobytes())
+        else:
+            bodies.append(np.flatnonzero(blocks[key]).astype("<u2").tobytes())
+    sizes = np.fromiter((len(body) for body in bodies), dtype=np.int64, count=len(bodies))
+    offsets = 8 + 8 * keys.size + np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    header = np.array([_NO_RUN_COOKIE, keys.size], dtype="<u4").tobytes()
+    return BitMap.deserialize(b"".join([header, descriptive.tobytes(), offsets.astype("<u4").tobytes(), *bodies]))
 
 
 class GeoColumn:
@@ -122,16 +167,13 @@ class GeoColumn:
     [343557.0, nan]
     """
 
-    __slots__ = ("_docs", "_lat", "_lng", "_flat", "_view", "_lat_by_doc", "_lng_by_doc", "docs")
+    __slots__ = ("_flat", "_view", "_lat_by_doc", "_lng_by_doc", "docs")
 
     def __init__(self) -> None:
-        self._docs: list[np.ndarray] = []
-        self._lat: list[np.ndarray] = []
-        self._lng: list[np.ndarray] = []
         self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._view: _SpatialView | None = None
-        # Dense per-doc degrees (NaN where a doc has no point): the source of the spatial view and
-        # of polygon tests on small universes.
+        # Dense per-doc degrees (NaN where a doc has no point): the only copy of the points. The
+        # spatial view is derived from them, and small universes read them in doc order.
         self._lat_by_doc = GrowableArray(np.float64, np.nan)
         self._lng_by_doc = GrowableArray(np.float64, np.nan)
         #: Docs having a point (retired ones included).
@@ -145,7 +187,8 @@ class GeoColumn:
     def add(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray) -> None:
         """Add one point per doc (degrees, already validated: lat in [-90, 90], lng in [-180, 180]).
 
-        Each doc id is new (doc ids are never reused), so a doc holds at most one point.
+        Each doc id is new (doc ids are never reused), so a doc holds at most one point; adding a
+        doc again replaces its point.
         """
         docs = np.asarray(docs, dtype=np.uint32)
         if docs.size == 0:
@@ -154,9 +197,6 @@ class GeoColumn:
         lng = np.asarray(lng, dtype=np.float64)
         if not (docs.shape == lat.shape == lng.shape):
             raise ValueError("docs, lat and lng must have the same length")
-        self._docs.append(docs.copy())
-        self._lat.append(lat.copy())
-        self._lng.append(lng.copy())
         self._flat = None
         self._view = None
         top = int(docs.max()) + 1
@@ -169,14 +209,10 @@ class GeoColumn:
     # -- reads --------------------------------------------------------------------------------
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(docs uint32, lat float64, lng float64) of every point, in insertion order (degrees)."""
+        """(docs uint32, lat float64, lng float64) of every point, in doc order (degrees)."""
         if self._flat is None:
-            if not self._docs:
-                return np.empty(0, np.uint32), np.empty(0, np.float64), np.empty(0, np.float64)
-            self._flat = (np.concatenate(self._docs), np.concatenate(self._lat), np.concatenate(self._lng))
-            self._docs[:] = [self._flat[0]]
-            self._lat[:] = [self._flat[1]]
-            self._lng[:] = [self._flat[2]]
+            docs = array_from_bitmap(self.docs)
+            self._flat = (docs, self._lat_by_doc.data[docs], self._lng_by_doc.data[docs])
         return self._flat
 
     def _spatial(self) -> _SpatialView:
@@ -191,18 +227,11 @@ class GeoColumn:
         ``docs`` may be in any order and hold any doc id (unknown ones give NaN).
         """
         docs = np.asarray(docs, dtype=np.int64)
-        if not self.docs:
-            return np.full(docs.shape, np.nan)
-        view = self._spatial()
-        known = (docs >= 0) & (docs < view.position.size)
-        position = view.position[np.where(known, docs, 0)]
-        known &= position >= 0
-        position = np.where(known, position, 0)
-        lat_rad = math.radians(lat)
-        # Gathered from the view's values: bit-identical to what the filters compare.
-        result = _haversine(lat_rad, math.radians(lng), math.cos(lat_rad), view.lat_rad[position],
-                            view.lng_rad[position], view.cos_lat[position])
-        result[~known] = np.nan
+        known = (docs >= 0) & (docs < self._lat_by_doc.data.size)
+        result = np.full(docs.shape, np.nan)
+        chosen = docs[known]
+        # A doc without a point holds NaN degrees, and NaN goes through as NaN.
+        result[known] = _haversine(lat, lng, self._lat_by_doc.data[chosen], self._lng_by_doc.data[chosen])
         return result
 
     def within_circle(self, lat: float, lng: float, radius_m: float, universe: BitMap | None = None) -> BitMap:
@@ -210,23 +239,27 @@ class GeoColumn:
 
         Args:
             lat, lng: the centre in degrees (validated by the caller).
-            radius_m: metres, ``>= 0``; 0 matches points at distance exactly 0.
-            universe: when given, only these docs are considered (a small one is tested doc by doc).
+            radius_m: metres, ``>= 0`` (``inf`` allowed); 0 matches points at distance exactly 0.
+            universe: when given, only these docs are considered. A universe much smaller than the
+                points near the circle is tested doc by doc; otherwise the spatial candidates are
+                filtered by it before any distance is computed.
         Returns:
             The docs inside, retired docs included unless ``universe`` excludes them.
         """
-        if universe is not None and not universe:
-            return BitMap()
-        if not self.docs:
+        if not self.docs or (universe is not None and not universe):
             return BitMap()
         if universe is not None and len(universe) <= UNIVERSE_CHECK_THRESHOLD:
             return self._circle_check(array_from_bitmap(universe), lat, lng, radius_m)
         view = self._spatial()
         starts, ends = view.circle_slices(lat, lng, radius_m)
-        if universe is not None and len(universe) < int((ends - starts).sum()):
+        if universe is not None and len(universe) * UNIVERSE_COST_RATIO <= int((ends - starts).sum()):
             return self._circle_check(array_from_bitmap(universe), lat, lng, radius_m)
-        found = view.circle_test(_ranges(starts, ends), lat, lng, radius_m)
-        result = _bitmap(found, self._lat_by_doc.data.size)
+        candidates = int((ends - starts).sum())
+        if universe is not None and candidates > len(universe):
+            # Many candidates: drop those outside the universe before measuring any distance.
+            index = self._restrict(view, _ranges(starts, ends), universe)
+            return _bitmap(view.circle_test(index, lat, lng, radius_m), self._lat_by_doc.data.size)
+        result = _bitmap(view.circle_test_slices(starts, ends, lat, lng, radius_m), self._lat_by_doc.data.size)
         if universe is not None:
             result &= universe
         return result
@@ -243,31 +276,41 @@ class GeoColumn:
         vertices = np.asarray(points, dtype=np.float64).reshape(-1, 2)
         if vertices.shape[0] < 3:
             raise ValueError("a polygon needs at least 3 points")
-        if universe is not None and not universe:
-            return BitMap()
-        if not self.docs:
+        if not self.docs or (universe is not None and not universe):
             return BitMap()
         if universe is not None and len(universe) <= UNIVERSE_CHECK_THRESHOLD:
             return self._polygon_check(array_from_bitmap(universe), vertices)
         view = self._spatial()
         starts, ends = view.box_slices(float(vertices[:, 0].min()), float(vertices[:, 0].max()),
                                        [(float(vertices[:, 1].min()), float(vertices[:, 1].max()))])
-        if universe is not None and len(universe) < int((ends - starts).sum()):
+        if universe is not None and len(universe) * UNIVERSE_COST_RATIO <= int((ends - starts).sum()):
             return self._polygon_check(array_from_bitmap(universe), vertices)
+        candidates = int((ends - starts).sum())
         index = _ranges(starts, ends)
+        if universe is not None and candidates > len(universe):
+            index = self._restrict(view, index, universe)
         inside = points_in_polygon(view.lat[index], view.lng[index], vertices)
         result = _bitmap(view.docs[index[inside]], self._lat_by_doc.data.size)
-        if universe is not None:
+        if universe is not None and candidates <= len(universe):
             result &= universe
         return result
 
+    def _restrict(self, view: _SpatialView, index: np.ndarray, universe: BitMap | None) -> np.ndarray:
+        """Drop the candidates outside ``universe`` (a dense mask: one lookup per candidate)."""
+        if universe is None:
+            return index
+        mask = np.zeros(self._lat_by_doc.data.size, dtype=bool)
+        members = array_from_bitmap(universe)
+        mask[members[members < mask.size]] = True
+        return index[mask[view.docs[index]]]
+
     def _circle_check(self, docs: np.ndarray, lat: float, lng: float, radius_m: float) -> BitMap:
-        distance = self.distances(docs, lat, lng)
-        return bitmap_from_array(docs[distance <= radius_m])  # NaN compares False: no point, no match
+        docs = docs[docs < self._lat_by_doc.data.size]
+        return bitmap_from_array(docs[_haversine(lat, lng, self._lat_by_doc.data[docs],
+                                                 self._lng_by_doc.data[docs]) <= radius_m])  # NaN: False
 
     def _polygon_check(self, docs: np.ndarray, vertices: np.ndarray) -> BitMap:
         docs = docs[docs < self._lat_by_doc.data.size]
-        # Degrees as given (radians would round differently from the user's polygon).
         lat, lng = self._lat_by_doc.data[docs], self._lng_by_doc.data[docs]
         has_point = ~np.isnan(lat)
         docs, lat, lng = docs[has_point], lat[has_point], lng[has_point]
@@ -277,7 +320,7 @@ class GeoColumn:
 
     def to_state(self) -> dict[str, Any]:
         """msgpack-ready state: ``{"version": 1, "docs": <uint32 LE>, "lat": <float64 LE>,
-        "lng": <float64 LE>}`` (raw buffers, insertion order, degrees)."""
+        "lng": <float64 LE>}`` (raw buffers, doc order, degrees)."""
         docs, lat, lng = self.pairs()
         return {"version": GEO_STATE_VERSION, "docs": _bytes(docs.astype("<u4")),
                 "lat": _bytes(lat.astype("<f8")), "lng": _bytes(lng.astype("<f8"))}
@@ -302,13 +345,11 @@ def _bytes(array: np.ndarray) -> memoryview:
 
 
 class _SpatialView:
-    """The points ordered by (latitude strip, longitude), with a composite key for slicing.
-
-    Radians and cosines are computed here once per write; ``position`` maps a doc id to its place
-    in the view (-1 without a point), so distances by doc read the very same numbers.
+    """The points ordered by (latitude strip, longitude), with a composite key for slicing, and
+    their unit vectors (a chord length costs 3 multiplications, a haversine 4 transcendental calls).
     """
 
-    __slots__ = ("key", "docs", "lat", "lng", "lat_rad", "lng_rad", "cos_lat", "position")
+    __slots__ = ("key", "docs", "lat", "lng", "x", "y", "z")
 
     def __init__(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray, id_space: int) -> None:
         key = _strip(lat) * _KEY_STRIDE + (lng + 180.0)
@@ -317,11 +358,11 @@ class _SpatialView:
         self.docs = docs[order]
         self.lat = lat[order]
         self.lng = lng[order]
-        self.lat_rad = np.radians(self.lat)
-        self.lng_rad = np.radians(self.lng)
-        self.cos_lat = np.cos(self.lat_rad)
-        self.position = np.full(id_space, -1, dtype=np.int32)
-        self.position[self.docs] = np.arange(self.docs.size, dtype=np.int32)
+        lat_rad, lng_rad = np.radians(self.lat), np.radians(self.lng)
+        cos_lat = np.cos(lat_rad)
+        self.x = cos_lat * np.cos(lng_rad)
+        self.y = cos_lat * np.sin(lng_rad)
+        self.z = np.sin(lat_rad)
 
     def box_slices(self, lat_low: float, lat_high: float,
                    lng_intervals: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
@@ -358,11 +399,65 @@ class _SpatialView:
         return self.box_slices(math.degrees(low), math.degrees(high), intervals)
 
     def circle_test(self, index: np.ndarray, lat: float, lng: float, radius_m: float) -> np.ndarray:
-        """Doc ids of the candidates at ``index`` whose exact distance is at most ``radius_m``."""
-        lat_rad = math.radians(lat)
-        distance = _haversine(lat_rad, math.radians(lng), math.cos(lat_rad), self.lat_rad[index],
-                              self.lng_rad[index], self.cos_lat[index])
-        return self.docs[index[distance <= radius_m]]
+        """Doc ids of the candidates at ``index`` whose haversine distance is at most ``radius_m``."""
+        centre, surely_in, surely_out = _circle_bounds(lat, lng, radius_m)
+        cosine = self.x[index] * centre[0]
+        cosine += self.y[index] * centre[1]
+        cosine += self.z[index] * centre[2]
+        inside = cosine > surely_in
+        doubtful = np.flatnonzero(~inside & (cosine >= surely_out))
+        if doubtful.size:
+            near = index[doubtful]
+            inside[doubtful] = _haversine(lat, lng, self.lat[near], self.lng[near]) <= radius_m
+        return self.docs[index[inside]]
+
+    def circle_test_slices(self, starts: np.ndarray, ends: np.ndarray, lat: float, lng: float,
+                           radius_m: float) -> np.ndarray:
+        """:meth:`circle_test` over whole slices: long runs are read in place, without gathering."""
+        lengths = ends - starts
+        keep = lengths > 0
+        starts, ends = starts[keep], ends[keep]
+        total = int((ends - starts).sum())
+        if starts.size == 0 or total < starts.size * MIN_RUN:
+            return self.circle_test(_ranges(starts, ends), lat, lng, radius_m)
+        centre, surely_in, surely_out = _circle_bounds(lat, lng, radius_m)
+        found: list[np.ndarray] = []
+        doubtful: list[np.ndarray] = []
+        for start, end in zip(starts.tolist(), ends.tolist()):  # one pass per slice, not per point
+            cosine = self.x[start:end] * centre[0]
+            cosine += self.y[start:end] * centre[1]
+            cosine += self.z[start:end] * centre[2]
+            inside = cosine > surely_in
+            found.append(self.docs[start:end][inside])
+            doubtful.append(np.flatnonzero(~inside & (cosine >= surely_out)) + start)
+        near = np.concatenate(doubtful)
+        if near.size:
+            found.append(self.docs[near[_haversine(lat, lng, self.lat[near], self.lng[near]) <= radius_m]])
+        return np.concatenate(found)
+
+
+def _circle_bounds(lat: float, lng: float, radius_m: float) -> tuple[tuple[float, float, float], float, float]:
+    """The centre's unit vector and the cosine bounds of the chord prefilter.
+
+    A point whose cosine to the centre (dot product of unit vectors) exceeds ``surely_in`` is more
+    than :data:`_CHORD_BAND_M` inside the circle; one below ``surely_out`` is more than that
+    outside. Both verdicts hold for the haversine too: the dot product errs by under 1e-15 and the
+    haversine by well under a metre, while the band is 10 m wide (``_COSINE_SLACK`` covers the
+    flat ends of the cosine, at 0 and at the antipode). Points in between get the haversine.
+    """
+    lat_rad, lng_rad = math.radians(lat), math.radians(lng)
+    cos_lat = math.cos(lat_rad)
+    centre = (cos_lat * math.cos(lng_rad), cos_lat * math.sin(lng_rad), math.sin(lat_rad))
+    angle = radius_m / EARTH_RADIUS_M
+    band = (_CHORD_BAND_M + radius_m * 1e-9) / EARTH_RADIUS_M
+    if math.isinf(radius_m) or angle - band >= math.pi:
+        surely_in = -math.inf  # the circle holds the whole sphere
+    elif angle > band:
+        surely_in = math.cos(angle - band) + _COSINE_SLACK
+    else:
+        surely_in = math.inf  # a circle narrower than the band: the haversine decides every point
+    surely_out = math.cos(min(angle + band, math.pi)) - _COSINE_SLACK
+    return centre, surely_in, surely_out
 
 
 def _strip(lat: np.ndarray) -> np.ndarray:
@@ -408,16 +503,20 @@ def points_in_polygon(lat: np.ndarray, lng: np.ndarray, vertices: np.ndarray) ->
     for edge in range(count):  # a loop over edges; every step is vectorised over the points
         ay, ax = (float(value) for value in vertices[edge])
         by, bx = (float(value) for value in vertices[(edge + 1) % count])
-        if ax == bx and ay == by:
-            boundary |= (px == ax) & (py == ay)
+        # Only points level with the edge can cross it or lie on it.
+        level = np.flatnonzero((py >= min(ay, by)) & (py <= max(ay, by)))
+        if level.size == 0:
             continue
-        orientation = _orientation(ax, ay, bx, by, px, py)
-        boundary |= ((orientation == 0) & (px >= min(ax, bx)) & (px <= max(ax, bx))
-                     & (py >= min(ay, by)) & (py <= max(ay, by)))
+        ex, ey = px[level], py[level]
+        if ax == bx and ay == by:
+            boundary[level] |= (ex == ax) & (ey == ay)
+            continue
+        orientation = _orientation(ax, ay, bx, by, ex, ey)
+        boundary[level] |= (orientation == 0) & (ex >= min(ax, bx)) & (ex <= max(ax, bx))
         # Half-open rule on latitude: a vertex is counted for exactly one of its two edges.
-        straddles = (ay > py) != (by > py)
+        straddles = (ay > ey) != (by > ey)
         # East of p, the edge crosses the ray iff p is left of an upward edge / right of a downward one.
-        inside ^= straddles & (orientation == (1 if by > ay else -1))
+        inside[level] ^= straddles & (orientation == (1 if by > ay else -1))
     return inside | boundary
 
 

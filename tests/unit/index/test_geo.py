@@ -16,7 +16,16 @@ import numpy as np
 import pytest
 from pyroaring import BitMap
 
-from roarsearch.index.geo import EARTH_RADIUS_M, GeoColumn, extract_points, haversine_m, nearest, points_in_polygon
+from roarsearch.index.geo import (
+    EARTH_RADIUS_M,
+    GeoColumn,
+    _bitmap,
+    _bitmap_from_mask,
+    extract_points,
+    haversine_m,
+    nearest,
+    points_in_polygon,
+)
 
 
 def make(points: list[tuple[float, float]], first: int = 0) -> GeoColumn:
@@ -166,3 +175,16 @@ def test_state_version_is_checked() -> None:
     assert GeoColumn.from_state(dict(state)).pairs()[1].tolist() == [1.0]
     with pytest.raises(ValueError):
         GeoColumn.from_state({**state, "version": 99})
+
+
+@pytest.mark.parametrize("count", [0, 1, 4096, 4097, 30_000, 200_000])
+def test_bitmap_from_mask_matches_ids(count: int) -> None:
+    # Array containers (<= 4096 values) and bitsets (more), over several containers.
+    rng = np.random.default_rng(count)
+    mask = np.zeros(4 * 65536, dtype=bool)
+    mask[rng.choice(mask.size, size=count, replace=False)] = True
+    mask[70_000:74_097] = count > 0  # one container with exactly 4097 values at its edge
+    assert _bitmap_from_mask(mask) == BitMap(np.flatnonzero(mask).tolist())
+    docs = np.flatnonzero(mask).astype(np.uint32)
+    rng.shuffle(docs)
+    assert _bitmap(docs, mask.size - 5) == BitMap(np.flatnonzero(mask).tolist())
