@@ -111,7 +111,8 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.empty(0, dtype=np.int64)
     offsets = np.cumsum(lengths) - lengths
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - offsets, lengths)
+    index: np.ndarray = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets, lengths)
+    return index
 
 
 def _bitmap(docs: np.ndarray, id_space: int) -> BitMap:
@@ -302,7 +303,8 @@ class GeoColumn:
         mask = np.zeros(self._lat_by_doc.data.size, dtype=bool)
         members = array_from_bitmap(universe)
         mask[members[members < mask.size]] = True
-        return index[mask[view.docs[index]]]
+        kept: np.ndarray = index[mask[view.docs[index]]]
+        return kept
 
     def _circle_check(self, docs: np.ndarray, lat: float, lng: float, radius_m: float) -> BitMap:
         docs = docs[docs < self._lat_by_doc.data.size]
@@ -340,8 +342,8 @@ class GeoColumn:
 GEO_STATE_VERSION = 1
 
 
-def _bytes(array: np.ndarray) -> memoryview:
-    return memoryview(np.ascontiguousarray(array)).cast("B")
+def _bytes(array: np.ndarray) -> bytes:
+    return np.ascontiguousarray(array).tobytes()
 
 
 class _SpatialView:
@@ -409,7 +411,8 @@ class _SpatialView:
         if doubtful.size:
             near = index[doubtful]
             inside[doubtful] = _haversine(lat, lng, self.lat[near], self.lng[near]) <= radius_m
-        return self.docs[index[inside]]
+        found: np.ndarray = self.docs[index[inside]]
+        return found
 
     def circle_test_slices(self, starts: np.ndarray, ends: np.ndarray, lat: float, lng: float,
                            radius_m: float) -> np.ndarray:
@@ -554,3 +557,14 @@ def nearest(column: GeoColumn, docs: np.ndarray, lat: float, lng: float, k: int,
         top = np.arange(docs.size)
     order = top[np.lexsort((docs[top], key[top]))][:k]
     return docs[order], distance[order]
+
+
+def whole_metres(distances: np.ndarray) -> list[int | None]:
+    """``_geoDistance`` values: each distance rounded to the nearest metre (halves up), ``None``
+    where a doc has no point (the result then carries no ``_geoDistance``).
+
+    >>> whole_metres(np.array([0.0, 2.5, 1234.4999, np.nan]))
+    [0, 3, 1234, None]
+    """
+    rounded = np.floor(np.asarray(distances, dtype=np.float64) + 0.5)
+    return [None if math.isnan(value) else int(value) for value in rounded.tolist()]
