@@ -318,6 +318,29 @@ class GeoColumn:
         docs, lat, lng = docs[has_point], lat[has_point], lng[has_point]
         return bitmap_from_array(docs[points_in_polygon(lat, lng, vertices)])
 
+    def differences(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray, limit: int = 10) -> list[str]:
+        """For ``check()``: how this column differs from points rebuilt from the stored records.
+
+        ``docs``/``lat``/``lng`` are the expected points (any order); returns at most ``limit``
+        messages (empty when they agree exactly, NaN never equal to a number).
+        """
+        expected_docs = np.asarray(docs, dtype=np.uint32)
+        order = np.argsort(expected_docs, kind="stable")
+        expected = (expected_docs[order], np.asarray(lat, np.float64)[order], np.asarray(lng, np.float64)[order])
+        have = self.pairs()
+        problems: list[str] = []
+        missing = np.setdiff1d(expected[0], have[0])
+        extra = np.setdiff1d(have[0], expected[0])
+        if missing.size:
+            problems.append(f"geo: {missing.size} docs lack their point (first doc ids {missing[:limit].tolist()})")
+        if extra.size:
+            problems.append(f"geo: {extra.size} docs have a point no record holds (first {extra[:limit].tolist()})")
+        common, mine, theirs = np.intersect1d(have[0], expected[0], assume_unique=True, return_indices=True)
+        wrong = common[(have[1][mine] != expected[1][theirs]) | (have[2][mine] != expected[2][theirs])]
+        if wrong.size:
+            problems.append(f"geo: {wrong.size} docs have another point than their record (first {wrong[:limit].tolist()})")
+        return problems[:limit]
+
     # -- snapshots ----------------------------------------------------------------------------
 
     def to_state(self) -> dict[str, Any]:

@@ -188,3 +188,12 @@ def test_bitmap_from_mask_matches_ids(count: int) -> None:
     docs = np.flatnonzero(mask).astype(np.uint32)
     rng.shuffle(docs)
     assert _bitmap(docs, mask.size - 5) == BitMap(np.flatnonzero(mask).tolist())
+
+
+def test_differences_for_check() -> None:
+    column = make([(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)])
+    assert column.differences(np.array([2, 0, 1]), np.array([5.0, 1.0, 3.0]), np.array([6.0, 2.0, 4.0])) == []
+    problems = column.differences(np.array([0, 1, 7]), np.array([1.0, 3.5, 0.0]), np.array([2.0, 4.0, 0.0]))
+    assert problems == ["geo: 1 docs lack their point (first doc ids [7])",
+                        "geo: 1 docs have a point no record holds (first [2])",
+                        "geo: 1 docs have another point than their record (first [1])"]
