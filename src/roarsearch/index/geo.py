@@ -12,16 +12,18 @@ Invariants:
   only clears ``alive``, so every reader intersects with the alive docs (results here include
   retired docs unless ``universe`` excludes them).
 - Distance is the haversine great-circle distance on a sphere of :data:`EARTH_RADIUS_M`, computed by
-  one function (:func:`_haversine`) from per-doc values computed once (radians, cosine). A point is
-  inside a circle exactly when that computed distance is ``<= radius``; ``distances`` returns the
-  same numbers, so ``_geoDistance`` and the filter never disagree.
-- Everything spatial is a *prefilter*: grid cells and bounding boxes are widened by a margin far
-  larger than any rounding, and the final decision is the exact test on the candidates.
+  one function (:func:`_haversine`) from the stored degrees. A point is inside a circle exactly
+  when that computed distance is ``<= radius``; ``distances`` returns the same numbers, so
+  ``_geoDistance`` and the filter never disagree.
+- Everything spatial is a *prefilter*: strips and bounding boxes are widened by a margin far
+  larger than any rounding, the unit-vector test settles only points well away from the circle's
+  edge, and the haversine (or the exact polygon test) decides the rest.
 
 The spatial view (rebuilt lazily once per write, like ``NumericColumn.sorted_pairs``) orders the
 points by ``(latitude strip, longitude)``, strips being :data:`STRIP_DEGREES` high. A query's
 bounding box becomes, for each strip it touches, one or two longitude slices found by binary
 search on a single composite key, so the work is proportional to the points near the area.
+Memory: 16 bytes per doc id (dense degrees) plus 52 per point (the view).
 """
 
 from __future__ import annotations
@@ -51,11 +53,9 @@ UNIVERSE_COST_RATIO = 16
 #: Results holding more than 1/this of the doc id space are collected through a dense boolean mask
 #: (sorted doc ids for free) instead of sorting the candidate doc ids.
 DENSE_RESULT_FRACTION = 16
-#: Most vertices in a polygon (each vertex is one vectorised pass over the candidates).
-MAX_POLYGON_POINTS = 1_000
 #: Widening of every prefilter (metres on the ground; radians for the angular forms below). The
-#: exact test decides; this only has to exceed the rounding of the haversine formula, which is
-#: worst (about 0.1 m) near antipodal points.
+#: exact test decides; this only has to exceed the rounding of the haversine formula (nanometres
+#: for circles narrower than a hemisphere; wider ones hold a pole and take every longitude).
 _MARGIN_M = 1.0
 _MARGIN_RAD = _MARGIN_M / EARTH_RADIUS_M
 _MARGIN_DEG = math.degrees(_MARGIN_RAD)
@@ -72,6 +72,7 @@ _KEY_STRIDE = 512.0
 _N_STRIPS = int(math.ceil(180.0 / STRIP_DEGREES))
 #: Shewchuk's error bound for the float orientation determinant: beyond it the sign is exact.
 _ORIENT_ERROR = (3.0 + 16.0 * 2.0**-53) * 2.0**-53
+_TINY = 1e-280
 
 
 def _haversine(lat1: float, lng1: float, lat2: np.ndarray, lng2: np.ndarray) -> np.ndarray:
@@ -501,8 +502,14 @@ def _orientation(ax: float, ay: float, bx: float, by: float, px: np.ndarray, py:
     determinant = left - right
     sign = np.sign(determinant).astype(np.int8)
     # Products with an exactly zero factor are exact; both exact means the determinant is exact.
-    exact = (((ax - px) == 0) | ((by - py) == 0)) & (((ay - py) == 0) | ((bx - px) == 0))
-    doubtful = np.flatnonzero((np.abs(determinant) <= _ORIENT_ERROR * (np.abs(left) + np.abs(right))) & ~exact)
+    left_zero = ((ax - px) == 0) | ((by - py) == 0)
+    right_zero = ((ay - py) == 0) | ((bx - px) == 0)
+    # The bound assumes no underflow: a product of nonzero factors this small is decided exactly.
+    underflow = ((np.abs(left) < _TINY) & ~left_zero) | ((np.abs(right) < _TINY) & ~right_zero)
+    doubtful = np.flatnonzero(
+        ((np.abs(determinant) <= _ORIENT_ERROR * (np.abs(left) + np.abs(right))) & ~(left_zero & right_zero))
+        | underflow
+    )
     if doubtful.size:
         fa_x, fa_y, fb_x, fb_y = Fraction(ax), Fraction(ay), Fraction(bx), Fraction(by)
         for position in doubtful.tolist():  # only points on the line a→b up to rounding

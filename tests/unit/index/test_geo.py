@@ -197,3 +197,10 @@ def test_differences_for_check() -> None:
     assert problems == ["geo: 1 docs lack their point (first doc ids [7])",
                         "geo: 1 docs have a point no record holds (first [2])",
                         "geo: 1 docs have another point than their record (first [1])"]
+
+
+def test_polygon_tiny_coordinates_exact() -> None:
+    # Differences around 1e-160 underflow when multiplied: the exact path decides them.
+    triangle = [(0.0, 0.0), (3e-160, 3e-160), (0.0, 3e-160)]
+    column = make([(1e-160, 1e-160), (1e-160, 2e-160), (2e-160, 1e-160), (0.0, 0.0)])
+    assert list(column.within_polygon(triangle)) == [0, 1, 3]
