@@ -318,9 +318,14 @@ def bench_size(size: int, per_class: int, with_typesense: bool) -> dict[str, Any
                 row["typesense equal totals"] = sum(a == b for a, b in zip(ours, theirs))
                 row["typesense max total diff %"] = max(
                     (abs(a - b) / max(a, 1) * 100 for a, b in zip(ours, theirs)), default=0.0)
+                row["typesense max total diff"] = max((abs(a - b) for a, b in zip(ours, theirs)), default=0)
+                row["totals"] = {"roarsearch": ours, "typesense": theirs}
+                if queries[0].top:
+                    row["typesense equal pages"] = sum(
+                        a[1] == b[1] for a, b in zip(answers["roarsearch"], answers["typesense"]))
             report["classes"][kind] = row
             print(f"  {size:>9,} {kind:<28} " + "  ".join(
-                f"{name} {figures['p50_ms']:.3f}" for name, figures in row.items() if isinstance(figures, dict)),
+                f"{name} {figures['p50_ms']:.3f}" for name, figures in row.items() if isinstance(figures, dict) and "p50_ms" in figures),
                 flush=True)
     if typesense_error:
         report["typesense_error"] = typesense_error
@@ -353,7 +358,11 @@ def markdown(reports: list[dict[str, Any]]) -> str:
                 return f"{row['roarsearch']['p50_ms'] / figures['p50_ms']:.3f}"
 
             equal = row.get("typesense equal totals")
-            agreement = "–" if equal is None else f"{equal}/{report['per_class']} (max Δ {row['typesense max total diff %']:.2f}%)"
+            agreement = "–" if equal is None else (
+                f"{equal}/{report['per_class']} (max Δ {row['typesense max total diff']:,} = "
+                f"{row['typesense max total diff %']:.2f}%)")
+            if "typesense equal pages" in row:
+                agreement += f"; same ids in order: {row['typesense equal pages']}/{report['per_class']}"
             lines.append(f"| {kind} | {row['mean hits']:,.0f} | {cell('roarsearch')} | {cell('brute')} | "
                          f"{cell('typesense')} | {cell('typesense server')} | {ratio('brute')} | {ratio('typesense')} | "
                          f"{ratio('typesense server')} | {agreement} |")
