@@ -323,6 +323,12 @@ def bench_size(size: int, per_class: int, with_typesense: bool) -> dict[str, Any
                 if queries[0].top:
                     row["typesense equal pages"] = sum(
                         a[1] == b[1] for a, b in zip(answers["roarsearch"], answers["typesense"]))
+                    # Copies share coordinates: ties may be ordered differently, distances may not.
+                    column = engines[0].column
+                    row["typesense equal distances"] = sum(
+                        np.array_equal(column.distances(np.array(a[1]), query.lat, query.lng),
+                                       column.distances(np.array(b[1]), query.lat, query.lng))
+                        for a, b, query in zip(answers["roarsearch"], answers["typesense"], queries))
             report["classes"][kind] = row
             print(f"  {size:>9,} {kind:<28} " + "  ".join(
                 f"{name} {figures['p50_ms']:.3f}" for name, figures in row.items() if isinstance(figures, dict) and "p50_ms" in figures),
@@ -362,7 +368,8 @@ def markdown(reports: list[dict[str, Any]]) -> str:
                 f"{equal}/{report['per_class']} (max Δ {row['typesense max total diff']:,} = "
                 f"{row['typesense max total diff %']:.2f}%)")
             if "typesense equal pages" in row:
-                agreement += f"; same ids in order: {row['typesense equal pages']}/{report['per_class']}"
+                agreement += (f"; same ids in order: {row['typesense equal pages']}/{report['per_class']}, "
+                              f"same distances in order: {row['typesense equal distances']}/{report['per_class']}")
             lines.append(f"| {kind} | {row['mean hits']:,.0f} | {cell('roarsearch')} | {cell('brute')} | "
                          f"{cell('typesense')} | {cell('typesense server')} | {ratio('brute')} | {ratio('typesense')} | "
                          f"{ratio('typesense server')} | {agreement} |")

@@ -232,6 +232,10 @@ def test_polygon_against_exact_model(points: tuple[np.ndarray, np.ndarray], vert
     column.add(np.arange(lat.size, dtype=np.uint32), lat, lng)
     expected = model_polygon(lat, lng, vertices)
     assert set(column.within_polygon(vertices)) == expected
+    # Both ways of testing points (a points × edges matrix, or edge by edge) on every point.
+    array = np.array(vertices)
+    assert set(np.flatnonzero(geo._points_in_polygon_matrix(lng, lat, array)).tolist()) == expected
+    assert set(np.flatnonzero(geo._points_in_polygon_by_edge(lng, lat, array)).tolist()) == expected
     # Every vertex and every exact edge midpoint of an axis-aligned edge is inside (boundary).
     vertex_docs = base_lat.size + np.arange(len(vertices)) * (2 + len(fractions) + 1)
     assert set(vertex_docs.tolist()) <= expected

@@ -73,6 +73,9 @@ _N_STRIPS = int(math.ceil(180.0 / STRIP_DEGREES))
 #: Shewchuk's error bound for the float orientation determinant: beyond it the sign is exact.
 _ORIENT_ERROR = (3.0 + 16.0 * 2.0**-53) * 2.0**-53
 _TINY = 1e-280
+#: Points × edges at most this large are tested in one matrix pass (few numpy calls); larger
+#: candidate sets go edge by edge, each edge over the points level with it.
+MATRIX_CELLS = 1 << 16
 
 
 def _haversine(lat1: float, lng1: float, lat2: np.ndarray, lng2: np.ndarray) -> np.ndarray:
@@ -319,16 +322,22 @@ class GeoColumn:
         docs, lat, lng = docs[has_point], lat[has_point], lng[has_point]
         return bitmap_from_array(docs[points_in_polygon(lat, lng, vertices)])
 
-    def differences(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray, limit: int = 10) -> list[str]:
+    def differences(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray, only: BitMap | None = None,
+                    limit: int = 10) -> list[str]:
         """For ``check()``: how this column differs from points rebuilt from the stored records.
 
-        ``docs``/``lat``/``lng`` are the expected points (any order); returns at most ``limit``
-        messages (empty when they agree exactly, NaN never equal to a number).
+        ``docs``/``lat``/``lng`` are the expected points (any order); ``only`` limits the comparison
+        to these docs (the alive ones, when retired records are no longer stored). Returns at
+        most ``limit`` messages, empty when the points agree exactly.
         """
         expected_docs = np.asarray(docs, dtype=np.uint32)
         order = np.argsort(expected_docs, kind="stable")
         expected = (expected_docs[order], np.asarray(lat, np.float64)[order], np.asarray(lng, np.float64)[order])
         have = self.pairs()
+        if only is not None:
+            scope = array_from_bitmap(only)
+            have = tuple(part[np.isin(have[0], scope)] for part in have)  # type: ignore[assignment]
+            expected = tuple(part[np.isin(expected[0], scope)] for part in expected)  # type: ignore[assignment]
         problems: list[str] = []
         missing = np.setdiff1d(expected[0], have[0])
         extra = np.setdiff1d(have[0], expected[0])
@@ -491,7 +500,8 @@ def _strip(lat: np.ndarray) -> np.ndarray:
     return np.clip(np.floor((lat + 90.0) / STRIP_DEGREES), 0, _N_STRIPS - 1)
 
 
-def _orientation(ax: float, ay: float, bx: float, by: float, px: np.ndarray, py: np.ndarray) -> np.ndarray:
+def _orientation(ax: float | np.ndarray, ay: float | np.ndarray, bx: float | np.ndarray, by: float | np.ndarray,
+                 px: np.ndarray, py: np.ndarray) -> np.ndarray:
     """Exact sign (-1, 0, 1) of the orientation of (a, b, p) for each p: 1 when p is left of a→b.
 
     The float determinant's sign is certain beyond Shewchuk's error bound; the rare points within
@@ -500,22 +510,26 @@ def _orientation(ax: float, ay: float, bx: float, by: float, px: np.ndarray, py:
     left = (ax - px) * (by - py)
     right = (ay - py) * (bx - px)
     determinant = left - right
-    sign = np.sign(determinant).astype(np.int8)
+    sign: np.ndarray = np.sign(determinant).astype(np.int8)
     # Products with an exactly zero factor are exact; both exact means the determinant is exact.
     left_zero = ((ax - px) == 0) | ((by - py) == 0)
     right_zero = ((ay - py) == 0) | ((bx - px) == 0)
     # The bound assumes no underflow: a product of nonzero factors this small is decided exactly.
     underflow = ((np.abs(left) < _TINY) & ~left_zero) | ((np.abs(right) < _TINY) & ~right_zero)
-    doubtful = np.flatnonzero(
+    doubtful = np.flatnonzero(  # positions in the flattened (broadcast) shape
         ((np.abs(determinant) <= _ORIENT_ERROR * (np.abs(left) + np.abs(right))) & ~(left_zero & right_zero))
         | underflow
     )
     if doubtful.size:
-        fa_x, fa_y, fb_x, fb_y = Fraction(ax), Fraction(ay), Fraction(bx), Fraction(by)
-        for position in doubtful.tolist():  # only points on the line a→b up to rounding
-            fx, fy = Fraction(float(px[position])), Fraction(float(py[position]))
+        shape = determinant.shape
+        flat_sign = sign.reshape(-1)
+        coordinates = [np.broadcast_to(np.asarray(value, dtype=np.float64), shape).reshape(-1)
+                       for value in (ax, ay, bx, by, px, py)]
+        for position in doubtful.tolist():  # only points on an edge's line, up to rounding
+            fa_x, fa_y, fb_x, fb_y, fx, fy = (Fraction(float(values[position])) for values in coordinates)
             value = (fa_x - fx) * (fb_y - fy) - (fa_y - fy) * (fb_x - fx)
-            sign[position] = (value > 0) - (value < 0)
+            flat_sign[position] = (value > 0) - (value < 0)
+        sign = flat_sign.reshape(shape)
     return sign
 
 
@@ -523,13 +537,43 @@ def points_in_polygon(lat: np.ndarray, lng: np.ndarray, vertices: np.ndarray) ->
     """Boolean mask: which points are inside the polygon (even-odd) or on its boundary.
 
     Exact for every float input: a point on an edge or a vertex is inside. ``vertices`` is an
-    ``(n, 2)`` array of (lat, lng). x is longitude and y latitude; the ray goes east.
+    ``(n, 2)`` array of (lat, lng). x is longitude and y latitude; the ray goes east. A few
+    candidates are tested against every edge at once (a points × edges matrix: a constant number
+    of numpy calls); many are tested edge by edge.
 
     >>> square = np.array([[0.0, 0.0], [0.0, 2.0], [2.0, 2.0], [2.0, 0.0]])
     >>> points_in_polygon(np.array([1.0, 0.0, 3.0]), np.array([1.0, 1.0, 1.0]), square).tolist()
     [True, True, False]
     """
     px, py = np.asarray(lng, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+    if px.size * vertices.shape[0] > MATRIX_CELLS:
+        return _points_in_polygon_by_edge(px, py, vertices)
+    return _points_in_polygon_matrix(px, py, vertices)
+
+
+def _points_in_polygon_matrix(px: np.ndarray, py: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Every point against every edge in one (points × edges) pass; the same tests as by edge."""
+    ay, ax = vertices[:, 0], vertices[:, 1]
+    following = np.arange(1, ay.size + 1) % ay.size
+    by, bx = ay[following], ax[following]
+    proper = (ax != bx) | (ay != by)
+    if not proper.any():  # every vertex the same point
+        same: np.ndarray = (px == ax[0]) & (py == ay[0])
+        return same
+    # A zero-length edge crosses nothing, and its point is an endpoint of a neighbouring edge.
+    ay, ax, by, bx = ay[proper], ax[proper], by[proper], bx[proper]
+    x, y = px[:, None], py[:, None]
+    orientation = _orientation(ax, ay, bx, by, x, y)
+    boundary = ((orientation == 0) & (x >= np.minimum(ax, bx)) & (x <= np.maximum(ax, bx))
+                & (y >= np.minimum(ay, by)) & (y <= np.maximum(ay, by)))
+    straddles = (ay > y) != (by > y)
+    crossings = straddles & (orientation == np.where(by > ay, 1, -1))
+    inside: np.ndarray = (np.count_nonzero(crossings, axis=1) % 2 == 1) | boundary.any(axis=1)
+    return inside
+
+
+def _points_in_polygon_by_edge(px: np.ndarray, py: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Edge by edge, each step over the points level with the edge (large candidate sets)."""
     inside = np.zeros(px.shape, dtype=bool)
     boundary = np.zeros(px.shape, dtype=bool)
     count = vertices.shape[0]

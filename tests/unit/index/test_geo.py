@@ -197,6 +197,8 @@ def test_differences_for_check() -> None:
     assert problems == ["geo: 1 docs lack their point (first doc ids [7])",
                         "geo: 1 docs have a point no record holds (first [2])",
                         "geo: 1 docs have another point than their record (first [1])"]
+    # Retired docs (outside ``only``) are not compared.
+    assert column.differences(np.array([0, 1]), np.array([1.0, 3.0]), np.array([2.0, 4.0]), only=BitMap([0, 1])) == []
 
 
 def test_polygon_tiny_coordinates_exact() -> None:
