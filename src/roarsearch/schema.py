@@ -25,6 +25,10 @@ INT64_MAX = 2**63 - 1
 MAX_ID_BYTES = 512
 #: Nesting deeper than this is almost certainly a bug in the caller; refusing it keeps flattening bounded.
 MAX_DEPTH = 32
+#: The field that holds a record's location (contract §9).
+GEO_FIELD = "_geo"
+#: Bounds of each coordinate, in degrees.
+GEO_BOUNDS = {"lat": 90.0, "lng": 180.0}
 
 RecordId = int | str
 
@@ -144,7 +148,10 @@ def validate_records(records: Any) -> list[dict[str, Any]]:
         for key, value in record.items():
             if not isinstance(key, str) or key == "":
                 raise BadRequestError(f"{where}: field names must be non-empty strings, got {key!r}", field="records")
-            if key != "id":
+            if key == GEO_FIELD:
+                if value is not None:  # null is no value: the record has no location
+                    check_geo_point(value, f"{where}.{GEO_FIELD}")
+            elif key != "id":
                 _check_value(value, f"{where}.{key}", 1)
     try:  # one C-level pass finds invalid Unicode anywhere; only then is the batch walked for where
         msgpack.packb(batch, use_bin_type=True)
@@ -152,6 +159,60 @@ def validate_records(records: Any) -> list[dict[str, Any]]:
         for index, record in enumerate(batch):
             check_strings(record, f"records[{index}]")
     return batch
+
+
+def describe_value(value: Any) -> str:
+    """A JSON value as an error message shows it: ``string "48.8"``, ``boolean true``, ``91``.
+
+    >>> describe_value("48.8"), describe_value(True), describe_value(91.5), describe_value(float("nan"))
+    ('string "48.8"', 'boolean true', '91.5', 'NaN')
+    """
+    if isinstance(value, bool):
+        return f"boolean {'true' if value else 'false'}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        return f'string "{shown}"'
+    return type_name(value)
+
+
+def check_coordinate(value: Any, where: str, bound: float, field: str) -> float:
+    """``value`` as a float if it is a JSON number in [-bound, bound], else a 400 naming ``where``.
+
+    Strings (even numeric ones), booleans, NaN and infinities are refused.
+    """
+    # Compared before any float conversion: a huge JSON integer must not overflow into a 500.
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not math.isfinite(value)) or not -bound <= value <= bound):
+        raise BadRequestError(
+            f"{where}: must be a number between -{bound:g} and {bound:g}, got {describe_value(value)}", field=field
+        )
+    return float(value)
+
+
+def check_geo_point(value: Any, where: str, field: str = GEO_FIELD) -> tuple[float, float]:
+    """Validate a location object ``{"lat": ..., "lng": ...}`` and return ``(lat, lng)``.
+
+    Used for a record's ``_geo`` (``where`` is ``records[i]._geo``) and for the points of a request's
+    ``geo.polygon``; messages name ``where.lat``, ``where.lng`` or the unknown key.
+    """
+    if not isinstance(value, dict):
+        raise BadRequestError(
+            f'{where}: must be an object like {{"lat": 48.8566, "lng": 2.3522}}, got {describe_value(value)}',
+            field=field,
+        )
+    for key in value:
+        if key not in GEO_BOUNDS:
+            raise BadRequestError(f"{where}.{key}: unknown field; a location holds only lat and lng", field=field)
+    coordinates = []
+    for key, bound in GEO_BOUNDS.items():
+        if key not in value:
+            raise BadRequestError(f"{where}.{key}: is required", field=field)
+        coordinates.append(check_coordinate(value[key], f"{where}.{key}", bound, field))
+    return coordinates[0], coordinates[1]
 
 
 def iter_leaves(record: dict[str, Any]) -> Iterator[tuple[str, int, Any]]:
