@@ -226,10 +226,17 @@ def order_by_id(docstore: DocStore, bucket: BitMap, start: int, stop: int) -> li
     return docs[top[start:stop]].tolist()
 
 
+#: Orders docs ``start:stop`` of a last-rule bucket (default: :func:`order_by_id`).
+BucketOrder = Callable[[DocStore, BitMap, int, int], list[int]]
+
+
 def bucket_sort(
-    candidates: BitMap, rules: list[Rule], docstore: DocStore, skip: int, count: int
+    candidates: BitMap, rules: list[Rule], docstore: DocStore, skip: int, count: int,
+    order: BucketOrder = order_by_id,
 ) -> list[tuple[int, tuple[int, ...]]]:
-    """The docs of page ``skip:skip+count`` of ``candidates`` with their rule costs."""
+    """The docs of page ``skip:skip+count`` of ``candidates`` with their rule costs; equally
+    relevant docs (one bucket of the last rule) come in ``order`` (record id, or the settings'
+    ``customRanking`` then record id)."""
     placed: list[tuple[int, tuple[int, ...]]] = []
     skipped = 0
     # Iterative depth-first walk; each stack frame is (depth, costs so far, bucket iterator).
@@ -239,7 +246,7 @@ def bucket_sort(
         nonlocal skipped
         start = skip - skipped
         stop = start + (count - len(placed))
-        ordered = order_by_id(docstore, bucket, max(start, 0), min(stop, len(bucket)))
+        ordered = order(docstore, bucket, max(start, 0), min(stop, len(bucket)))
         skipped += min(len(bucket), max(start, 0))
         padded = costs + (0,) * (len(rules) - len(costs))
         placed.extend((doc, padded) for doc in ordered)
