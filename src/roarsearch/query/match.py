@@ -67,9 +67,11 @@ class WordMatcher:
         parts = [part for part in parts if part]
         return union_all(parts) if parts else EMPTY
 
-    def term_ids(self, word: WordPlan) -> np.ndarray:
-        """Every term id the word may match (typo variants and, for a prefix, all its completions)."""
-        ids = np.asarray(word.term_ids() + [term for phrase in word.synonyms for term in phrase], dtype=np.uint32)
+    def term_ids(self, word: WordPlan, typo_free: bool = False) -> np.ndarray:
+        """Every term id the word may match (typo variants — none when ``typo_free``, as in a
+        typo-disabled field —, every word of its synonyms and, for a prefix, all its completions)."""
+        ids = np.asarray(word.term_ids(0 if typo_free else None) + [term for phrase in word.synonyms for term in phrase],
+                         dtype=np.uint32)
         ids = np.unique(ids)
         if word.prefix is not None:
             ids = np.union1d(ids, self.index.lexicon.prefix_ids(word.prefix))
