@@ -150,7 +150,8 @@ class ReferenceModel:
             result = []
             for index in range(kept):
                 word, budget = words[index], budgets[index]
-                is_prefix = index == len(words) - 1 and not query[-1:].isspace()
+                # The last word is being typed, unless a space or a left-out stop word follows it.
+                is_prefix = index == len(words) - 1 and not query[-1:].isspace() and analyze(query)[-1:] == words[-1:]
                 hits: dict[str, list[tuple[int, int]]] = {}
                 for name, tokens in analysed[record_id].items():
                     for token, position in tokens:

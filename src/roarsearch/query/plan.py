@@ -112,8 +112,11 @@ def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int,
     """
     words = query_words(query, settings)
     synonyms = synonym_phrases(words, settings)
-    # A query ending in a space has a complete last word: it is not being typed any more.
+    # A query ending in a space has a complete last word: it is not being typed any more. Nor is
+    # the last kept word when a stop word after it was left out.
     typing_last_word = bool(query) and not query[-1].isspace()
+    if typing_last_word and settings.folded_stop_words and words and analyze(query)[-1] != words[-1]:
+        typing_last_word = False
     plans: list[WordPlan] = []
     for position, word in enumerate(words):
         is_prefix = position == len(words) - 1 and typing_last_word
