@@ -69,7 +69,7 @@ def load(data: str) -> int:
 
 
 def _record_count(engine: Any) -> int:
-    if COLLECTION not in engine.collections():
+    if COLLECTION not in engine.collection_names():
         return 0
     return int(engine.search({"collection": COLLECTION, "count": 0})["totalHits"])
 

@@ -57,7 +57,7 @@ def expected_state(acks: list[str]) -> tuple[dict[int, dict], set[int]]:
 def verify(data: Path, acks: list[str]) -> None:
     records, _ = expected_state(acks)
     with Engine(data) as engine:
-        if "c" not in engine.collections():
+        if "c" not in engine.collection_names():
             assert not records
             return
         total = engine.search({"collection": "c", "count": 0})["totalHits"]

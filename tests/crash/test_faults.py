@@ -29,7 +29,7 @@ FROZEN = Path(__file__).resolve().parents[1] / "compat" / "format_v1"
 
 
 def snapshot_ids(engine: Engine) -> list:
-    if "c" not in engine.collections():
+    if "c" not in engine.collection_names():
         return []
     return sorted(r["id"] for r in engine.search({"collection": "c", "count": 1000})["results"])
 

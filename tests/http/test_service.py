@@ -123,7 +123,7 @@ def test_errors_are_error_objects(server: Server) -> None:
             (admin.get("/v2"), 405, "method GET is not allowed on /v2; allowed: POST"),
             (admin.options("/v2"), 405, "method OPTIONS is not allowed on /v2; allowed: POST"),
             (admin.post("/health"), 405, "method POST is not allowed on /health; allowed: GET, HEAD"),
-            (admin.get("/v2/collections/c/records"), 405, "allowed: DELETE, POST"),
+            (admin.put("/v2/collections/c/records"), 405, "allowed: DELETE, GET, HEAD, POST"),
             (admin.delete("/v2/collections/c/records", params={"clear": "maybe"}), 400,
              "clear: must be true or false, got 'maybe'"),
             (admin.delete("/v2/collections/c/records"), 400, ""),  # no selector: nothing deleted by accident

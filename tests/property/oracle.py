@@ -20,10 +20,38 @@ PROXIMITY_CAP = 8
 ELEMENT_GAP = 1024
 
 
-def allowed_typos(word: str, tolerance: int) -> int:
-    if tolerance <= 0 or len(word) < 4 or any(ch.isdigit() for ch in word):
+def allowed_typos(word: str, tolerance: int, one_typo: int = 4, two_typos: int = 8) -> int:
+    if tolerance <= 0 or len(word) < one_typo or any(ch.isdigit() for ch in word):
         return 0
-    return min(1, tolerance) if len(word) < 8 else min(2, tolerance)
+    return min(1, tolerance) if len(word) < two_typos else min(2, tolerance)
+
+
+def query_words(query: str, stop_words: list[str]) -> list[str]:
+    """Analysed query words without stop words, unless every word is one (settings)."""
+    words = analyze(query)
+    stops = {w for text in stop_words for w in analyze(text)}
+    kept = [word for word in words if word not in stops]
+    return kept or words
+
+
+def synonyms_per_word(words: list[str], synonyms: dict[str, list[str]]) -> list[list[tuple[str, ...]]]:
+    """Per query word, the right phrases of every left phrase found at a span holding it."""
+    found: list[list[tuple[str, ...]]] = [[] for _ in words]
+    for left, rights in synonyms.items():
+        key = tuple(analyze(left))
+        if not key:
+            continue
+        for start in range(len(words) - len(key) + 1):
+            if tuple(words[start:start + len(key)]) != key:
+                continue
+            for right in rights:
+                phrase = tuple(analyze(right))
+                if not phrase or phrase == key:
+                    continue
+                for position in range(start, start + len(key)):
+                    if phrase not in found[position]:
+                        found[position].append(phrase)
+    return found
 
 
 def id_key(record_id: Any) -> tuple[int, Any]:
@@ -77,35 +105,63 @@ class ReferenceModel:
 
     def search(self, query: str, search_fields: list[str] | None = None, typo_tolerance: int = 1,
                skip: int = 0, count: int = 30, universe: set[Any] | None = None,
-               sort: list[str] | None = None) -> tuple[int, list[Any]]:
-        """(totalHits, ids of the page) as the contract orders them (``sort`` as on the wire)."""
+               sort: list[str] | None = None, settings: dict[str, Any] | None = None) -> tuple[int, list[Any]]:
+        """(totalHits, ids of the page) as the contract orders them (``sort`` as on the wire), with
+        the collection ``settings`` (contract §7, wire form) applied."""
+        settings = settings or {}
+        custom = list(settings.get("customRanking") or [])
+        sizes = settings.get("typoMinWordSize") or {}
+        one_typo, two_typos = sizes.get("oneTypo", 4), sizes.get("twoTypos", 8)
+        no_typo_words = {w for text in settings.get("typoDisabledWords") or [] for w in analyze(text)}
+        no_typo_fields = set(settings.get("typoDisabledFields") or [])
         fields: list[str] = []
-        for name in search_fields or ["*"]:
+        for name in search_fields or settings.get("searchFields") or ["*"]:
             for candidate in (self.text_fields if name == "*" else [name]):
                 if candidate not in fields:
                     fields.append(candidate)
-        words = analyze(query)
+        words = query_words(query, settings.get("stopWords") or [])
+        synonyms = synonyms_per_word(words, settings.get("synonyms") or {})
         pool = [r for r in self.records.values() if universe is None or r["id"] in universe]
         self.last_kept = len(words)
         if not words:
-            keyed0 = [(sort_key(r, sort or []), (0, 0, 0, 0), id_key(r["id"]), r["id"]) for r in pool]
+            keyed0 = [(sort_key(r, sort or []), (0, 0, 0, 0), sort_key(r, custom), id_key(r["id"]), r["id"])
+                      for r in pool]
             keyed0.sort(key=lambda item: _with_rank(item, sort or []))
-            return len(keyed0), [item[3] for item in keyed0[skip:skip + count]]
-        budgets = [allowed_typos(word, typo_tolerance) for word in words]
+            return len(keyed0), [item[-1] for item in keyed0[skip:skip + count]]
+        budgets = [0 if word in no_typo_words else allowed_typos(word, typo_tolerance, one_typo, two_typos)
+                   for word in words]
         analysed = {r["id"]: self.tokens(r, fields) for r in pool}
+
+        def phrase_starts(tokens: list[tuple[str, int]], phrase: tuple[str, ...]) -> list[int]:
+            at = {(token, position) for token, position in tokens}
+            return [position for token, position in tokens
+                    if token == phrase[0] and all((part, position + k) in at for k, part in enumerate(phrase))]
+
+        def near(record_id: Any, index: int, hits: dict[str, list[tuple[int, int]]]) -> dict[str, list[int]]:
+            """Positions counted for proximity: every matching token, and every token of a synonym phrase."""
+            terms = {term for phrase in synonyms[index] for term in phrase}
+            found = {name: [position for position, _ in found] for name, found in hits.items()}
+            for name, tokens in analysed[record_id].items():
+                found.setdefault(name, []).extend(position for token, position in tokens if token in terms)
+            return found
 
         def per_word(record_id: Any, kept: int) -> list[dict[str, list[tuple[int, int]]]] | None:
             """For each kept word: field → [(position, typos)] of matching tokens; None if a word misses."""
             result = []
             for index in range(kept):
                 word, budget = words[index], budgets[index]
-                is_prefix = index == len(words) - 1 and not query[-1:].isspace()
+                # The last word is being typed, unless a space or a left-out stop word follows it.
+                is_prefix = index == len(words) - 1 and not query[-1:].isspace() and analyze(query)[-1:] == words[-1:]
                 hits: dict[str, list[tuple[int, int]]] = {}
                 for name, tokens in analysed[record_id].items():
                     for token, position in tokens:
-                        typos = word_typos(word, token, budget, is_prefix)
+                        typos = word_typos(word, token, 0 if name in no_typo_fields else budget, is_prefix)
                         if typos is not None:
                             hits.setdefault(name, []).append((position, typos))
+                    for phrase in synonyms[index]:
+                        hits_here = phrase_starts(tokens, phrase)
+                        if hits_here:
+                            hits.setdefault(name, []).extend((position, 0) for position in hits_here)
                 if not hits:
                     return None
                 result.append(hits)
@@ -124,11 +180,12 @@ class ReferenceModel:
         for record_id, hits in matches.items():
             typo = sum(min(t for positions in word.values() for _, t in positions) for word in hits)
             proximity = 0
-            for left, right in zip(hits, hits[1:]):
+            nears = [near(record_id, index, word) for index, word in enumerate(hits)]
+            for left, right in zip(nears, nears[1:]):
                 best = PROXIMITY_CAP
                 for name in left:
-                    for pa, _ in left[name]:
-                        for pb, _ in right.get(name, []):
+                    for pa in left[name]:
+                        for pb in right.get(name, []):
                             distance = max(pb - pa, 1) if pb >= pa else pa - pb + 1
                             best = min(best, distance - 1)
                 proximity += best
@@ -137,12 +194,17 @@ class ReferenceModel:
             attribute = 0 if len(fields) < 2 else (min(exact_fields) if exact_fields else len(fields) + min(any_fields))
             exact = 0
             for index, word in enumerate(words[:kept]):
-                if not any(token == word for tokens in analysed[record_id].values() for token, _ in tokens):
+                singles = {phrase[0] for phrase in synonyms[index] if len(phrase) == 1}
+                if not any(token == word or token in singles
+                           for tokens in analysed[record_id].values() for token, _ in tokens) and not any(
+                        phrase_starts(tokens, phrase) for tokens in analysed[record_id].values()
+                        for phrase in synonyms[index] if len(phrase) > 1):
                     exact = 1
             record = self.records[record_id]
-            keyed.append((sort_key(record, sort or []), (typo, proximity, attribute, exact), id_key(record_id), record_id))
+            keyed.append((sort_key(record, sort or []), (typo, proximity, attribute, exact), sort_key(record, custom),
+                          id_key(record_id), record_id))
         keyed.sort(key=lambda item: _with_rank(item, sort or []))
-        return len(keyed), [item[3] for item in keyed[skip:skip + count]]
+        return len(keyed), [item[-1] for item in keyed[skip:skip + count]]
 
 
 class Reverse:
@@ -197,10 +259,10 @@ def sort_key(record: dict[str, Any], sort: list[str]) -> tuple[Any, ...]:
 
 
 def _with_rank(item: tuple[Any, ...], sort: list[str]) -> tuple[Any, ...]:
-    keys, costs, record_key = list(item[0]), item[1], item[2]
+    keys, costs, custom, record_key = list(item[0]), item[1], item[2], item[3]
     for position, text in enumerate(sort):
         field_name, descending = _parse_sort(text)
         if field_name == "_rank":
             # "-_rank" (best first) is ascending cost; "_rank" is descending cost.
             keys[position] = costs if descending else Reverse(costs)
-    return (*keys, costs, record_key)
+    return (*keys, costs, custom, record_key)

@@ -143,6 +143,13 @@ def _parser() -> argparse.ArgumentParser:
     backup.add_argument("--data", default=DEFAULT_DATA, help=DATA_HELP)
     backup.add_argument("--app", default=DEFAULT_APP, metavar="ID", help="application (default: %(default)s)")
 
+    settings = commands.add_parser("settings", help="show or change a collection's settings (docs/settings.md)")
+    settings.add_argument("collection")
+    settings.add_argument("--data", default=DEFAULT_DATA, help="data directory (default: %(default)s)")
+    settings.add_argument("--app", default=DEFAULT_APP, metavar="ID", help="application (default: %(default)s)")
+    settings.add_argument("--set", action="append", default=[], dest="changes", metavar="KEY=JSON",
+                          help='change one key, repeatable: --set \'customRanking=["-population"]\' (null resets it)')
+
     demo = commands.add_parser("demo", help="load the bundled movies data set and serve the search page")
     _add_demo_arguments(demo)
     return parser
@@ -414,6 +421,24 @@ def search(args: argparse.Namespace) -> int:
     return 0
 
 
+def settings(args: argparse.Namespace) -> int:
+    from roarsearch import Engine
+
+    changes: dict[str, Any] = {}
+    for change in args.changes:
+        key, separator, text = change.partition("=")
+        if not separator or not key:
+            raise UsageError(f"--set {change!r}: expected KEY=JSON, e.g. --set 'stopWords=[\"the\"]'")
+        try:
+            changes[key] = json.loads(text)
+        except ValueError as error:
+            raise UsageError(f"--set {key}: the value is not JSON ({error})") from None
+    with Engine(_existing_data_directory(args.data, args.app)) as engine:
+        result = engine.update_settings(args.collection, changes) if changes else engine.get_settings(args.collection)
+    print(json.dumps(result, ensure_ascii=False, indent=2))
+    return 0
+
+
 def _cell(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())  # one line per row
@@ -529,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     from roarsearch.errors import SearchError
 
     handlers = {"serve": serve, "import": import_file, "search": search, "check": check, "export": export,
-                "backup": backup}
+                "backup": backup, "settings": settings}
     try:
         if args.command == "demo":
             missing = getattr(args, "demo_missing", None)

@@ -13,6 +13,7 @@ Writes go through ``storage`` (the write-ahead log) first, then ``index.writer``
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from roarsearch.errors import StorageError
+from roarsearch.errors import NotFoundError, StorageError
 from roarsearch.facets.counts import numeric_facets, text_facets
 from roarsearch.facets.groups import group_results
 from roarsearch.facets.value_search import search_facet_values
@@ -29,6 +30,7 @@ from roarsearch.index.state import index_to_state
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
 from roarsearch.query.fields import field_warnings
 from roarsearch.query.request import SearchRequest
+from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
 from roarsearch.ranking.highlight import Highlighter
 from roarsearch.ranking.ranker import Ranker
 from roarsearch.schema import project
@@ -78,9 +80,13 @@ class ReadWriteLock:
 class Collection:
     """A named collection: index + lock + search."""
 
-    def __init__(self, name: str, index: Index | None = None) -> None:
+    def __init__(self, name: str, index: Index | None = None, settings: Settings = DEFAULT_SETTINGS) -> None:
         self.name = name
         self.index = index if index is not None else Index()
+        #: Replaced whole by a settings batch: a search reads it once and keeps that value.
+        self.settings = settings
+        #: Set when the collection is dropped: later writes through an old reference are refused.
+        self.dropped = False
         self.lock = ReadWriteLock()
         #: Held for a whole write (log, apply) and for a whole snapshot: writers queue on it while
         #: searches, which only need ``lock.reading()``, keep running during the fsync and snapshot.
@@ -102,6 +108,9 @@ class Collection:
             return self.index.delete_ids(payload["ids"])
         if operation == "clear":
             return self.index.delete_docs(self.index.alive)
+        if operation == "settings":
+            self.settings = settings_from_dict(payload["settings"])
+            return None
         raise ValueError(f"unknown batch operation {operation!r}")
 
     def write(self, payload: dict[str, Any]) -> Any:
@@ -110,6 +119,8 @@ class Collection:
             return self._write_locked(payload)
 
     def _write_locked(self, payload: dict[str, Any]) -> Any:
+        if self.dropped:
+            raise NotFoundError(f"collection '{self.name}' not found", field="collection")
         if self.store is not None:
             self.store.log(payload)  # raises StorageError, having changed nothing, when it cannot
         with self.lock.writing():
@@ -136,13 +147,25 @@ class Collection:
         """Write the whole state to a new snapshot and reset the log (caller holds ``write_mutex``)."""
         assert self.store is not None
         with self.lock.reading():  # searches go on; writers wait on write_mutex
-            self.store.snapshot(index_to_state(self.index))
+            state = index_to_state(self.index)
+            if not self.settings.is_default:  # older snapshots lack the key: default settings
+                state["settings"] = self.settings.to_dict()
+            self.store.snapshot(state)
 
     # ------------------------------------------------------------------ search (caller holds lock.reading)
 
+    def _with_settings(self, request: SearchRequest, body: dict[str, Any]) -> tuple[SearchRequest, Settings]:
+        """The settings of this search (read once) and the request with their ``searchFields``
+        where the body gives none."""
+        settings = self.settings
+        if settings.search_fields != ("*",) and not body.get("searchFields"):
+            request = dataclasses.replace(request, search_fields=settings.search_fields)
+        return request, settings
+
     def search(self, request: SearchRequest, body: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
-        context = prepare_search(self.index, request)
+        request, settings = self._with_settings(request, body)
+        context = prepare_search(self.index, request, settings)
         ranker = Ranker(context)
         highlighter = Highlighter(self.index.lexicon, context.words) if request.highlight_fields else None
         if request.group_by is not None:
@@ -163,10 +186,11 @@ class Collection:
             response["warnings"] = warnings
         return response
 
-    def facet_values(self, request: SearchRequest, facet: str) -> list[dict[str, Any]]:
+    def facet_values(self, request: SearchRequest, facet: str, body: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Values of ``facet`` matching the request's facet query, counted over what it selects
         (disjunctive, like facet counts: the facet's own facet filter is left out)."""
-        context = prepare_search(self.index, request)
+        request, settings = self._with_settings(request, body or {})
+        context = prepare_search(self.index, request, settings)
         return search_facet_values(self.index.field_columns(facet), context.without_facet_filter(facet),
                                    request.facet_query or "", request.facet_query_count, request.typo_tolerance)
 

@@ -7,21 +7,56 @@ JSON-compatible dicts, so the HTTP service is a thin shell around this class.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
+import json
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
 from roarsearch.engine.collection import Collection
 from roarsearch.engine.request import check_collection_id, parse_search_request
-from roarsearch.errors import BadRequestError, NotFoundError
+from roarsearch.engine.settings import updated_settings
+from roarsearch.errors import BadRequestError, NotFoundError, SearchError
+from roarsearch.index.bitmaps import array_from_bitmap
+from roarsearch.index.docstore import id_sort_key
 from roarsearch.index.integrity import compare_indexes, rebuild_index
 from roarsearch.index.state import index_from_state
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.request import SearchRequest
+from roarsearch.query.settings import settings_from_dict
 from roarsearch.schema import check_record_id, validate_records
 from roarsearch.storage.fs import FileSystem
 from roarsearch.storage.store import DataDirectory
+
+
+#: Most searches in one multi-search, ids in one get, records in one page.
+MAX_MULTI_SEARCH = 100
+MAX_GET_IDS = 1000
+MAX_PAGE = 1000
+#: Threads of a multi-search (1: sequential). Measured in benchmarks/multi_search.py: see docs/benchmarks.md.
+MULTI_SEARCH_THREADS = 1
+
+
+def encode_cursor(record_id: int | str) -> str:
+    """A page cursor: the last id returned, as URL-safe base64 of its JSON."""
+    return base64.urlsafe_b64encode(json.dumps(record_id).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: Any) -> int | str:
+    """The record id a cursor names, or a 400."""
+    if not isinstance(cursor, str) or not cursor:
+        raise BadRequestError("after: must be a cursor from a previous page", field="after")
+    try:
+        record_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise BadRequestError(f"after: {cursor!r} is not a cursor from a previous page", field="after") from None
+    if isinstance(record_id, bool) or not isinstance(record_id, (int, str)):
+        raise BadRequestError(f"after: {cursor!r} is not a cursor from a previous page", field="after")
+    return record_id
 
 
 class Engine:
@@ -62,7 +97,8 @@ class Engine:
         assert self._directory is not None
         store = self._directory.collection(name)
         state, batches = store.open()
-        collection = Collection(name, index_from_state(state) if state is not None else None)
+        collection = Collection(name, index_from_state(state) if state is not None else None,
+                                settings_from_dict(state.get("settings")) if state is not None else settings_from_dict(None))
         collection.store = store
         for _seq, payload in batches:
             collection.apply(payload)
@@ -94,10 +130,121 @@ class Engine:
 
     # ------------------------------------------------------------------ collections
 
-    def collections(self) -> list[str]:
-        """Names of the collections that exist (have had at least one add)."""
+    def collection_names(self) -> list[str]:
+        """Names of the collections that exist (have had an add or a settings update), sorted."""
         with self._collections_lock:
             return sorted(self._collections)
+
+    def collections(self) -> list[dict[str, Any]]:
+        """Every collection with its record count: ``[{"collection": "movies", "records": 17472}, ...]``."""
+        with self._collections_lock:
+            found = sorted(self._collections.items())
+        return [{"collection": name, "records": len(collection)} for name, collection in found]
+
+    def collection_info(self, collection: str) -> dict[str, Any]:
+        """A collection's record count, its fields (kinds and how many records hold each) and its settings."""
+        target = self._collection(collection)
+        with target.lock.reading():
+            index = target.index
+            alive = index.alive
+            fields = []
+            for path in sorted(index.columns):
+                columns = index.columns[path]
+                held = len(columns.exists & alive)
+                if not held:
+                    continue
+                kinds = []
+                if columns.numeric is not None and columns.numeric.docs & alive:
+                    kinds.append("number")
+                if columns.has_text:
+                    kinds.append("string")
+                if columns.has_bool:
+                    kinds.append("boolean")
+                fields.append({"field": path, "kinds": kinds, "records": held})
+            return {"collection": target.name, "records": len(alive), "fields": fields,
+                    "settings": target.settings.to_dict()}
+
+    def drop_collection(self, collection: str) -> dict[str, int]:
+        """Remove a collection, its records and its settings, durably: ``{"status": 200}``.
+
+        On disk its folder is first renamed to a hidden name (one atomic, fsynced rename: a crash
+        after it never brings the collection back, a crash before it keeps it whole), then deleted.
+        """
+        collection_id = check_collection_id(collection, "collectionId")
+        with self._collections_lock:
+            target = self._collections.get(collection_id)
+            if target is None:
+                raise NotFoundError(f"collection '{collection_id}' not found", field="collection")
+            with target.write_mutex:
+                if self._directory is not None:
+                    self._directory.drop_collection(collection_id)
+                target.dropped = True
+                del self._collections[collection_id]
+        return {"status": 200}
+
+    # ------------------------------------------------------------------ settings
+
+    def get_settings(self, collection: str) -> dict[str, Any]:
+        """Every settings key of the collection, with its default where unset (contract §7)."""
+        return self._collection(collection).settings.to_dict()
+
+    def update_settings(self, collection: str, settings: dict[str, Any]) -> dict[str, Any]:
+        """Change the keys ``settings`` names (``None`` resets one), all or nothing, durably; creates
+        the collection if needed. Returns every key, as :meth:`get_settings`."""
+        check_collection_id(collection, "collectionId")
+        updated_settings(self._collection(collection).settings if self._exists(collection) else
+                         settings_from_dict(None), settings)  # validate before creating anything
+        target = self._collection(collection, create=True)
+        with target.write_mutex:  # read-modify-write of the settings, serialised with other writes
+            new = updated_settings(target.settings, settings)
+            target._write_locked({"op": "settings", "settings": new.to_dict()})
+        return new.to_dict()
+
+    def _exists(self, collection: str) -> bool:
+        with self._collections_lock:
+            return collection in self._collections
+
+    # ------------------------------------------------------------------ records
+
+    def get_records(self, collection: str, ids: list[int | str]) -> list[dict[str, Any]]:
+        """The stored records of ``ids`` that exist, in the order asked."""
+        if not isinstance(ids, (list, tuple)):
+            raise BadRequestError("ids: must be an array of record ids", field="ids")
+        if len(ids) > MAX_GET_IDS:
+            raise BadRequestError(f"ids: at most {MAX_GET_IDS} ids, got {len(ids)}", field="ids")
+        checked = [check_record_id(record_id, f"ids[{position}]") for position, record_id in enumerate(ids)]
+        target = self._collection(collection)
+        with target.lock.reading():
+            docstore = target.index.docs
+            found = []
+            for record_id in checked:
+                doc = docstore.doc_of.get(record_id)
+                if doc is not None and (isinstance(record_id, str) == isinstance(docstore.record_ids[doc], str)):
+                    found.append(docstore.record(doc))
+            return found
+
+    def page_records(self, collection: str, count: int = 1000, after: str | None = None) -> dict[str, Any]:
+        """One page of every record in id order: ``{"records": [...], "next": cursor or None}``.
+
+        The cursor names the last id returned; the next page holds the ids strictly greater, so
+        writes between pages never make a page lose or repeat a record that stayed in place.
+        """
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PAGE:
+            raise BadRequestError(f"count: must be an integer between 1 and {MAX_PAGE}, got {count!r}", field="count")
+        after_key = None if after is None else id_sort_key(decode_cursor(after))
+        target = self._collection(collection)
+        with target.lock.reading():
+            docstore = target.index.docs
+            docs = array_from_bitmap(docstore.alive)
+            rank = docstore.id_rank()
+            ordered = docs.tolist() if rank is None else docs[rank[docs].argsort(kind="stable")].tolist()
+            record_ids = docstore.record_ids
+            start = 0 if after_key is None else bisect.bisect_right(
+                ordered, after_key, key=lambda doc: id_sort_key(record_ids[doc]))  # type: ignore[arg-type]
+            page = ordered[start:start + count]
+            records = [docstore.record(doc) for doc in page]
+            more = start + count < len(ordered)
+        return {"records": records, "next": encode_cursor(records[-1]["id"]) if more and records else None}
 
     def _collection(self, name: Any, *, create: bool = False) -> Collection:
         collection_id = check_collection_id(name, "collectionId")
@@ -178,6 +325,27 @@ class Engine:
         with target.lock.reading():
             return target.search(parsed, request)
 
+    def multi_search(self, searches: Any) -> list[dict[str, Any]]:
+        """Run up to 100 searches; one answer per search in order: its response, or its Error object."""
+        if isinstance(searches, dict) and set(searches) == {"searches"}:
+            searches = searches["searches"]
+        if not isinstance(searches, list):
+            raise BadRequestError("searches: must be an array of search requests", field="searches")
+        if len(searches) > MAX_MULTI_SEARCH:
+            raise BadRequestError(f"searches: at most {MAX_MULTI_SEARCH} searches, got {len(searches)}",
+                                  field="searches")
+
+        def one(request: Any) -> dict[str, Any]:
+            try:
+                return self.search(request)
+            except SearchError as error:
+                return error.to_dict()
+
+        if MULTI_SEARCH_THREADS > 1 and len(searches) > 1:
+            with ThreadPoolExecutor(MULTI_SEARCH_THREADS) as pool:
+                return list(pool.map(one, searches))
+        return [one(request) for request in searches]
+
     def search_facet_values(self, collection: str, facet: str, request: dict[str, Any]) -> dict[str, Any]:
         """Facet value search (contract §5): values of ``facet`` matching ``textFacetQuery.query``.
 
@@ -193,7 +361,7 @@ class Engine:
         parsed = parse_search_request(body, facet_search=True)
         target = self._collection(parsed.collection)
         with target.lock.reading():
-            return {"values": target.facet_values(parsed, facet)}
+            return {"values": target.facet_values(parsed, facet, body)}
 
     def check(self) -> dict[str, Any]:
         """Verify every collection: rebuild its index from the stored records and compare.
@@ -202,7 +370,7 @@ class Engine:
         every difference is listed (capped at 100 per collection).
         """
         report: dict[str, Any] = {"ok": True, "collections": {}, "problems": []}
-        for name in self.collections():
+        for name in self.collection_names():
             collection = self._collection(name)
             with collection.write_mutex, collection.lock.reading():
                 problems = collection.store.verify() if collection.store is not None else []

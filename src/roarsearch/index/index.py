@@ -22,7 +22,7 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.normalize import fold_value
 from roarsearch.index import writer
-from roarsearch.index.bitmaps import EMPTY, union_all
+from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, union_all
 from roarsearch.index.cache import IndexCache
 from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns, NumericColumn, ValueColumn
 from roarsearch.index.docstore import DocStore, RecordId
@@ -102,6 +102,41 @@ class Index:
         result: AbstractBitMap = self.cache.get_or_build(
             "prefix_docs", (path, prefix), self.generation,
             lambda: postings.bitmap(self.lexicon.prefix_ids(prefix).tolist()), WORD_UNION_CACHE_SIZE)
+        return result
+
+    def phrase_docs(self, path: str, term_ids: tuple[int, ...]) -> BitMap:
+        """Docs holding the terms ``term_ids`` at consecutive positions in field ``path`` (one array
+        element: elements are :data:`~roarsearch.index.writer.ELEMENT_POSITION_GAP` apart), kept until the next write."""
+        postings = self.postings.get(path)
+        if postings is None or not term_ids:
+            return EMPTY
+
+        def build() -> BitMap:
+            assert postings is not None
+            docs = postings.bitmap([term_ids[0]])
+            for term in term_ids[1:]:
+                docs = docs & postings.bitmap([term])
+                if not docs:
+                    return BitMap()
+            if len(term_ids) == 1:
+                return docs
+            doc_array = array_from_bitmap(docs).astype(np.int64)
+            mask = np.zeros(int(doc_array[-1]) + 1, dtype=bool)
+            mask[doc_array] = True
+            starts: np.ndarray | None = None
+            for offset, term in enumerate(term_ids):
+                term_docs, positions = postings.occurrences(np.asarray([term], dtype=np.uint32), mask)
+                shifted = positions.astype(np.int64) - offset
+                keep = shifted >= 0
+                keys = np.unique((term_docs.astype(np.int64)[keep] << 32) | shifted[keep])
+                starts = keys if starts is None else np.intersect1d(starts, keys, assume_unique=True)
+                if starts.size == 0:
+                    return BitMap()
+            assert starts is not None
+            return BitMap(np.unique(starts >> 32).astype(np.uint32).tolist())
+
+        result: BitMap = self.cache.get_or_build("phrase_docs", (path, term_ids), self.generation, build,
+                                                 WORD_UNION_CACHE_SIZE)
         return result
 
     def value_column(self, path: str) -> ValueColumn | None:

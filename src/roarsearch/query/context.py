@@ -24,6 +24,7 @@ from roarsearch.query.facet_filters import facet_filter_docs
 from roarsearch.query.match import WordMatcher
 from roarsearch.query.plan import WordPlan, plan_words, resolve_search_fields
 from roarsearch.query.request import SearchRequest
+from roarsearch.query.settings import DEFAULT_SETTINGS, Settings
 
 
 @dataclass(slots=True)
@@ -45,6 +46,8 @@ class SearchContext:
     candidates: AbstractBitMap
     #: Dense masks of this request's candidate sets, shared by its facets.
     masks: DocMasks = field(default_factory=DocMasks)
+    #: The collection's settings this search ran with (one value for the whole search).
+    settings: Settings = DEFAULT_SETTINGS
     _filtered_word_docs: AbstractBitMap | None = None
 
     def without_facet_filter(self, facet: str) -> AbstractBitMap:
@@ -61,12 +64,13 @@ class SearchContext:
         return docs
 
 
-def prepare_search(index: Index, request: SearchRequest) -> SearchContext:
-    """Plan the words and compute the candidate sets of ``request`` over ``index``."""
+def prepare_search(index: Index, request: SearchRequest, settings: Settings = DEFAULT_SETTINGS) -> SearchContext:
+    """Plan the words and compute the candidate sets of ``request`` over ``index`` with the
+    collection's ``settings`` (stop words, synonyms, typo thresholds and typo-disabled fields)."""
     facet_filters = facet_filter_docs(index, request.text_facet_filters, request.numeric_facet_filters)
     fields = resolve_search_fields(request.search_fields, index.text_fields())
-    words = plan_words(index.lexicon, request.query, request.typo_tolerance, index.cache)
-    matcher = WordMatcher(index, fields)
+    words = plan_words(index.lexicon, request.query, request.typo_tolerance, index.cache, settings)
+    matcher = WordMatcher(index, fields, frozenset(settings.typo_disabled_fields))
     per_word = [matcher.docs(word, word.max_typos) for word in words]
     universe = index.alive
     kept = len(words)
@@ -80,7 +84,8 @@ def prepare_search(index: Index, request: SearchRequest) -> SearchContext:
         if candidates or kept <= 1:
             break
         kept -= 1  # contract §3: drop words from the end while nothing matches (never the first)
-    return SearchContext(index, request, fields, matcher, words[:kept], word_docs, facet_filters, candidates)
+    return SearchContext(index, request, fields, matcher, words[:kept], word_docs, facet_filters, candidates,
+                         settings=settings)
 
 
 def _narrow(index: Index, request: SearchRequest, facet_filters: dict[str, AbstractBitMap], docs: AbstractBitMap) -> AbstractBitMap:

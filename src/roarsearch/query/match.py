@@ -25,6 +25,8 @@ class WordMatcher:
 
     index: Index
     fields: list[str]
+    #: Fields where words match only without typos (settings' ``typoDisabledFields``).
+    typo_disabled_fields: frozenset[str] = frozenset()
     _cache: dict[tuple[int, int, str | None], AbstractBitMap] = field(default_factory=dict)
 
     def docs(self, word: WordPlan, max_typos: int, field: str | None = None) -> AbstractBitMap:
@@ -34,13 +36,21 @@ class WordMatcher:
         if cached is not None:
             return cached
         fields = self.fields if field is None else [field]
-        shared_key = (word.text, word.prefix, max_typos, tuple(fields), len(word.variants))
+        disabled = self.typo_disabled_fields
+        shared_key = (word.text, word.prefix, max_typos, tuple(fields), len(word.variants), word.synonyms,
+                      tuple(name for name in fields if name in disabled))
         term_ids = word.term_ids(max_typos)
+        exact_ids = word.term_ids(0) if disabled else term_ids
+        single = [phrase[0] for phrase in word.synonyms if len(phrase) == 1]
+        phrases = word.phrase_synonyms()
 
         def union() -> AbstractBitMap:
-            parts = [self.index.field_docs(name, term_ids) for name in fields]
+            parts = [self.index.field_docs(name, (exact_ids if name in disabled else term_ids) + single)
+                     for name in fields]
             if word.prefix is not None:
                 parts.extend(self.index.prefix_docs(name, word.prefix) for name in fields)
+            for phrase in phrases:
+                parts.extend(self.index.phrase_docs(name, phrase) for name in fields)
             return union_all([part for part in parts if part])
 
         # A union of many postings is worth keeping until the next write.
@@ -51,13 +61,18 @@ class WordMatcher:
     def exact_docs(self, word: WordPlan) -> AbstractBitMap:
         """Docs where the word itself (no typo, not a longer word) occurs in a searched field."""
         term_ids = word.exact_term_ids()
-        if not term_ids:
-            return EMPTY
-        return union_all([self.index.field_docs(name, term_ids) for name in self.fields])
+        parts = [self.index.field_docs(name, term_ids) for name in self.fields] if term_ids else []
+        for phrase in word.phrase_synonyms():  # a synonym match ranks like the word itself
+            parts.extend(self.index.phrase_docs(name, phrase) for name in self.fields)
+        parts = [part for part in parts if part]
+        return union_all(parts) if parts else EMPTY
 
-    def term_ids(self, word: WordPlan) -> np.ndarray:
-        """Every term id the word may match (typo variants and, for a prefix, all its completions)."""
-        ids = np.asarray(word.term_ids(), dtype=np.uint32)
+    def term_ids(self, word: WordPlan, typo_free: bool = False) -> np.ndarray:
+        """Every term id the word may match (typo variants — none when ``typo_free``, as in a
+        typo-disabled field —, every word of its synonyms and, for a prefix, all its completions)."""
+        ids = np.asarray(word.term_ids(0 if typo_free else None) + [term for phrase in word.synonyms for term in phrase],
+                         dtype=np.uint32)
+        ids = np.unique(ids)
         if word.prefix is not None:
             ids = np.union1d(ids, self.index.lexicon.prefix_ids(word.prefix))
         return ids

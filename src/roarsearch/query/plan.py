@@ -13,6 +13,7 @@ from typing import Protocol
 
 from roarsearch.analysis.analyzer import analyze
 from roarsearch.index.cache import IndexCache
+from roarsearch.query.settings import DEFAULT_SETTINGS, Settings
 
 #: Words shorter than this get no typo; a second typo needs at least SECOND_TYPO_MIN_LENGTH letters.
 FIRST_TYPO_MIN_LENGTH = 4
@@ -39,46 +40,100 @@ class WordPlan:
     #: Set on the last word: every term starting with it also matches, at no typo and not exact.
     #: Kept as a prefix, not a list of terms, so that a one-letter prefix costs one cached union.
     prefix: str | None = None
+    #: Synonym phrases (settings): each a tuple of term ids, matched as adjacent words, at no
+    #: typo and exact, in addition to the variants. A phrase with a word the lexicon lacks is left out.
+    synonyms: tuple[tuple[int, ...], ...] = ()
 
     def term_ids(self, max_typos: int | None = None) -> list[int]:
         return [v.term_id for v in self.variants if max_typos is None or v.typos <= max_typos]
 
     def exact_term_ids(self) -> list[int]:
-        return [v.term_id for v in self.variants if v.exact]
+        """Exact variants, and the synonyms that are one word (they rank like the word itself)."""
+        return [v.term_id for v in self.variants if v.exact] + [p[0] for p in self.synonyms if len(p) == 1]
+
+    def phrase_synonyms(self) -> list[tuple[int, ...]]:
+        """Synonyms of two or more words (matched as adjacent words)."""
+        return [phrase for phrase in self.synonyms if len(phrase) > 1]
 
     @property
     def max_typos(self) -> int:
         return max((v.typos for v in self.variants), default=0)
 
 
-def allowed_typos(word: str, typo_tolerance: int) -> int:
-    """Typos a word may carry: none under 4 letters or with a digit, a second one from 8 letters."""
-    if typo_tolerance <= 0 or len(word) < FIRST_TYPO_MIN_LENGTH or any(ch.isdigit() for ch in word):
+def allowed_typos(word: str, typo_tolerance: int, one_typo: int = FIRST_TYPO_MIN_LENGTH,
+                  two_typos: int = SECOND_TYPO_MIN_LENGTH) -> int:
+    """Typos a word may carry: none under ``one_typo`` letters (4) or with a digit, a second one
+    from ``two_typos`` letters (8); the settings' ``typoMinWordSize`` moves both thresholds."""
+    if typo_tolerance <= 0 or len(word) < one_typo or any(ch.isdigit() for ch in word):
         return 0
-    if len(word) < SECOND_TYPO_MIN_LENGTH:
+    if len(word) < two_typos:
         return min(1, typo_tolerance)
     return min(2, typo_tolerance)
 
 
-def plan_words(lexicon: LexiconLike, query: str, typo_tolerance: int,
-               cache: IndexCache | None = None) -> list[WordPlan]:
+def query_words(query: str, settings: Settings = DEFAULT_SETTINGS) -> list[str]:
+    """The analysed words of ``query`` with the settings' stop words left out, unless every word is one."""
+    words = analyze(query)
+    if settings.folded_stop_words:
+        kept = [word for word in words if word not in settings.folded_stop_words]
+        if kept:
+            return kept
+    return words
+
+
+def synonym_phrases(words: list[str], settings: Settings) -> list[list[tuple[str, ...]]]:
+    """Per query word, the synonym phrases it also matches: every left phrase found at some span
+    of ``words`` lends its right phrases to each word of that span."""
+    found: list[list[tuple[str, ...]]] = [[] for _ in words]
+    if not settings.synonym_map:
+        return found
+    for start in range(len(words)):
+        for length in range(1, min(settings.longest_synonym, len(words) - start) + 1):
+            rights = settings.synonym_map.get(tuple(words[start:start + length]))
+            if not rights:
+                continue
+            for position in range(start, start + length):
+                found[position].extend(phrase for phrase in rights if phrase not in found[position])
+    return found
+
+
+def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int,
+               cache: IndexCache | None = None, settings: Settings = DEFAULT_SETTINGS) -> list[WordPlan]:
     """Expand every word of ``query``; the last word also matches as a prefix, unless the query
     ends with a space (the user has finished typing it).
+
+    Settings apply here: stop words are left out (unless every word is one), typo thresholds come
+    from ``typoMinWordSize``, a ``typoDisabledWords`` word gets no typo, and synonyms join each
+    word's plan as phrases of term ids.
 
     Expansions are kept in the index's ``cache`` when one is given: hot queries repeat, and
     expanding a word costs far more than looking it up. They depend only on the vocabulary,
     which only grows, so the vocabulary's size is their stamp (a delete keeps them).
     """
-    words = analyze(query)
-    # A query ending in a space has a complete last word: it is not being typed any more.
+    words = query_words(query, settings)
+    synonyms = synonym_phrases(words, settings)
+    # A query ending in a space has a complete last word: it is not being typed any more. Nor is
+    # the last kept word when a stop word after it was left out.
     typing_last_word = bool(query) and not query[-1].isspace()
+    if typing_last_word and settings.folded_stop_words and words and analyze(query)[-1] != words[-1]:
+        typing_last_word = False
     plans: list[WordPlan] = []
     for position, word in enumerate(words):
         is_prefix = position == len(words) - 1 and typing_last_word
-        budget = allowed_typos(word, typo_tolerance)
-        variants = _expand(lexicon, word, budget, is_prefix) if cache is None else _cached_expand(
-            cache, lexicon, word, budget, is_prefix)
-        plans.append(WordPlan(word, position, is_prefix, variants, word if is_prefix else None))
+        budget = allowed_typos(word, typo_tolerance, settings.one_typo, settings.two_typos)
+        if word in settings.folded_typo_disabled_words:
+            budget = 0
+        if cache is None:
+            variants = _expand(lexicon, word, budget, is_prefix)
+        else:
+            variants = cache.get_or_build("expansions", (word, budget, is_prefix), len(lexicon),
+                                          lambda: _expand(lexicon, word, budget, is_prefix), EXPANSION_CACHE_SIZE)
+        phrases: list[tuple[int, ...]] = []
+        for phrase in synonyms[position]:
+            ids = [lexicon.id_of(part) for part in phrase]
+            if all(term_id is not None for term_id in ids):
+                phrases.append(tuple(term_id for term_id in ids if term_id is not None))
+        plans.append(WordPlan(word, position, is_prefix, variants, word if is_prefix else None, tuple(phrases)))
     return plans
 
 
@@ -86,15 +141,7 @@ def plan_words(lexicon: LexiconLike, query: str, typo_tolerance: int,
 EXPANSION_CACHE_SIZE = 4096
 
 
-def _cached_expand(cache: IndexCache, lexicon: LexiconLike, word: str, budget: int,
-                   is_prefix: bool) -> tuple[Variant, ...]:
-    expanded: tuple[Variant, ...] = cache.get_or_build(
-        "expansions", (word, budget, is_prefix), len(lexicon), lambda: _expand(lexicon, word, budget, is_prefix),
-        EXPANSION_CACHE_SIZE)
-    return expanded
-
-
-def _expand(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...]:
+def _expand(lexicon: "LexiconLike", word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...]:
     """Every term ``word`` may match within ``budget`` typos, with its cost."""
     best: dict[int, tuple[int, bool]] = {}
     exact_id = lexicon.id_of(word)
@@ -130,4 +177,4 @@ class LexiconLike(Protocol):  # the real class is index.lexicon.Lexicon
     def prefix_candidates(self, prefix: str, max_typos: int = 0) -> list[tuple[int, int]]: ...
 
 
-__all__ = ["Variant", "WordPlan", "allowed_typos", "plan_words", "resolve_search_fields"]
+__all__ = ["Variant", "WordPlan", "allowed_typos", "plan_words", "query_words", "resolve_search_fields", "synonym_phrases"]

@@ -147,13 +147,16 @@ class RelevanceRules:
         pair_count = len(self.words) - 1
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         word_terms = [self.matcher.term_ids(word) for word in self.words]
+        disabled = self.matcher.typo_disabled_fields
+        typo_free_terms = [self.matcher.term_ids(word, typo_free=True) for word in self.words] if disabled else word_terms
         mask = np.zeros(int(docs[-1]) + 1 if docs.size else 0, dtype=bool)
         mask[docs] = True
         for field in self.matcher.fields:
             postings = self.matcher.index.postings.get(field)
             if postings is None:
                 continue
-            occurrences = [postings.occurrences(terms, mask) for terms in word_terms]
+            terms_here = typo_free_terms if field in disabled else word_terms
+            occurrences = [postings.occurrences(terms, mask) for terms in terms_here]
             for pair in range(pair_count):
                 (left_docs, left_positions), (right_docs, right_positions) = occurrences[pair], occurrences[pair + 1]
                 distance = _pair_distance(left_docs, left_positions, right_docs, right_positions)
@@ -162,8 +165,7 @@ class RelevanceRules:
                 pair_docs, pair_best = distance
                 slots = np.searchsorted(docs, pair_docs)
                 np.minimum.at(best[pair], slots, pair_best)
-        costs: np.ndarray = best.sum(axis=0)
-        return costs
+        return best.sum(axis=0)
 
     def all_costs(self, candidates: AbstractBitMap) -> tuple[np.ndarray, np.ndarray]:
         """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
@@ -224,14 +226,20 @@ def order_by_id(docstore: DocStore, bucket: AbstractBitMap, start: int, stop: in
         top = top[np.argsort(keys[top], kind="stable")]
     else:
         top = np.argsort(keys, kind="stable")
-    ordered: list[int] = docs[top[start:stop]].tolist()
-    return ordered
+    return docs[top[start:stop]].tolist()
+
+
+#: Orders docs ``start:stop`` of a last-rule bucket (default: :func:`order_by_id`).
+BucketOrder = Callable[[DocStore, AbstractBitMap, int, int], list[int]]
 
 
 def bucket_sort(
-    candidates: AbstractBitMap, rules: list[Rule], docstore: DocStore, skip: int, count: int
+    candidates: AbstractBitMap, rules: list[Rule], docstore: DocStore, skip: int, count: int,
+    order: BucketOrder = order_by_id,
 ) -> list[tuple[int, tuple[int, ...]]]:
-    """The docs of page ``skip:skip+count`` of ``candidates`` with their rule costs."""
+    """The docs of page ``skip:skip+count`` of ``candidates`` with their rule costs; equally
+    relevant docs (one bucket of the last rule) come in ``order`` (record id, or the settings'
+    ``customRanking`` then record id)."""
     placed: list[tuple[int, tuple[int, ...]]] = []
     skipped = 0
     # Iterative depth-first walk; each stack frame is (depth, costs so far, bucket iterator).
@@ -241,7 +249,7 @@ def bucket_sort(
         nonlocal skipped
         start = skip - skipped
         stop = start + (count - len(placed))
-        ordered = order_by_id(docstore, bucket, max(start, 0), min(stop, len(bucket)))
+        ordered = order(docstore, bucket, max(start, 0), min(stop, len(bucket)))
         skipped += min(len(bucket), max(start, 0))
         padded = costs + (0,) * (len(rules) - len(costs))
         placed.extend((doc, padded) for doc in ordered)

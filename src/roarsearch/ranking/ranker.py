@@ -11,7 +11,7 @@ from pyroaring import AbstractBitMap
 
 from roarsearch.query.context import SearchContext
 from roarsearch.ranking.bucket_sort import RelevanceRules, bucket_sort, pack_costs
-from roarsearch.ranking.sort import sort_page
+from roarsearch.ranking.sort import order_by_keys, sort_page
 
 
 class Ranker:
@@ -22,17 +22,24 @@ class Ranker:
         self._sort = context.request.sort
         self._ranked = bool(context.words)  # an empty query ranks every record alike
         self._relevance = RelevanceRules(context.matcher, context.words)
+        #: The settings' customRanking: applied after the relevance rules, before record id.
+        self._custom = context.settings.custom_keys
         #: ``_rank`` of every doc placed so far by this ranker.
         self.ranks: dict[int, float] = {}
 
     def page(self, docs: AbstractBitMap, skip: int, count: int) -> list[tuple[int, float]]:
         """Docs ``skip:skip+count`` of ``docs`` in order, with their ``_rank``."""
         if self._sort:
-            sorted_page = sort_page(self._index, docs, self._sort, self._relevance if self._ranked else None, skip, count)
+            sorted_page = sort_page(self._index, docs, self._sort, self._relevance if self._ranked else None, skip, count,
+                                    self._custom)
             placed = [(doc, 1.0 - cost / float(1 << 32)) for doc, cost in sorted_page]
         else:
-            placed = [(doc, pack_costs(*costs) if self._ranked else 1.0)
-                      for doc, costs in bucket_sort(docs, self._relevance.rules(), self._index.docs, skip, count)]
+            if self._custom:
+                ranked = bucket_sort(docs, self._relevance.rules(), self._index.docs, skip, count,
+                                     order_by_keys(self._index, self._custom))
+            else:
+                ranked = bucket_sort(docs, self._relevance.rules(), self._index.docs, skip, count)
+            placed = [(doc, pack_costs(*costs) if self._ranked else 1.0) for doc, costs in ranked]
         self.ranks.update(placed)
         return placed
 

@@ -15,10 +15,13 @@ page ``skip + count`` (ties at the cut included) are fully sorted with ``numpy.l
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from pyroaring import AbstractBitMap
 
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
+from roarsearch.index.docstore import DocStore
 from roarsearch.index.index import Index
 from roarsearch.query.request import SortKey
 from roarsearch.ranking.bucket_sort import RelevanceRules
@@ -97,6 +100,30 @@ def _presorted_docs(index: Index, candidates: AbstractBitMap, keys: tuple[SortKe
     return None  # fewer than ``wanted`` candidates have a value: the missing ones are needed too
 
 
+def _id_column(index: Index, docs: np.ndarray) -> np.ndarray:
+    id_rank = index.docs.id_rank()
+    return id_rank[docs] if id_rank is not None else docs.astype(np.int64)
+
+
+def order_by_keys(index: Index, keys: tuple[SortKey, ...]) -> Callable[[DocStore, BitMap, int, int], list[int]]:
+    """A bucket orderer for :func:`~roarsearch.ranking.bucket_sort.bucket_sort`: docs ``start:stop``
+    of a bucket by ``keys`` (the settings' ``customRanking``), then record id ascending."""
+
+    def order(docstore: DocStore, bucket: BitMap, start: int, stop: int) -> list[int]:
+        if start >= stop:
+            return []
+        docs = array_from_bitmap(bucket)
+        columns: list[np.ndarray] = []
+        for key in keys:
+            columns.extend(_field_keys(index, key.field, docs, key.descending))
+        columns.append(_id_column(index, docs))
+        ordered = np.lexsort(tuple(reversed(columns)))
+        result: list[int] = docs[ordered[start:stop]].tolist()
+        return result
+
+    return order
+
+
 def sort_page(
     index: Index,
     candidates: AbstractBitMap,
@@ -104,6 +131,7 @@ def sort_page(
     relevance: RelevanceRules | None,
     skip: int,
     count: int,
+    tie_keys: tuple[SortKey, ...] = (),
 ) -> list[tuple[int, int]]:
     """Docs of page ``skip:skip+count`` in sort order, each with its packed relevance cost (0 when none)."""
     if count == 0 or skip >= len(candidates):
@@ -148,8 +176,9 @@ def sort_page(
     if costs is None:
         costs = relevance_costs(docs)
     columns.append(costs)  # relevance breaks ties: lower packed cost is better
-    id_rank = index.docs.id_rank()
-    columns.append(id_rank[docs] if id_rank is not None else docs.astype(np.int64))
+    for key in tie_keys:  # then the settings' customRanking
+        columns.extend(_field_keys(index, key.field, docs, key.descending))
+    columns.append(_id_column(index, docs))
     order = np.lexsort(tuple(reversed(columns)))
     page = order[skip:wanted]
     return list(zip(docs[page].tolist(), costs[page].tolist()))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -70,7 +71,13 @@ ENGINE_THREADS = 4
 #: are named as in the OpenAPI document. HEAD is answered wherever GET is.
 ROUTES: dict[str, dict[str, str]] = {
     "/v2": {"POST": "search"},
-    "/v2/collections/{collectionId}/records": {"POST": "add_records", "DELETE": "delete_records"},
+    "/v2/multi-search": {"POST": "multi_search"},
+    "/v2/collections": {"GET": "list_collections"},
+    "/v2/collections/{collectionId}": {"GET": "collection_info", "DELETE": "drop_collection"},
+    "/v2/collections/{collectionId}/settings": {"GET": "get_settings", "PUT": "update_settings"},
+    "/v2/collections/{collectionId}/records": {"GET": "page_records", "POST": "add_records",
+                                               "DELETE": "delete_records"},
+    "/v2/collections/{collectionId}/records/{id}": {"GET": "get_record"},
     "/v2/collections/{collectionId}/facet/{facetName}/query": {"POST": "facet_values"},
     "/health": {"GET": "health"},
     "/openapi.json": {"GET": "openapi"},
@@ -81,6 +88,9 @@ ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 #: The delete route's flags; each says "delete every record" when true.
 CLEAR_FLAGS = ("clear", "isClear")
+#: A record id path segment that names an integer id (when a record has it; contract §8).
+CANONICAL_INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")
+INT64 = (-(1 << 63), (1 << 63) - 1)
 TRUE_WORDS, FALSE_WORDS = ("true", "1"), ("false", "0")
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -182,6 +192,66 @@ class Service:
         result = await self.call(engine.search_facet_values, request.path_params["collectionId"],
                                  request.path_params["facetName"], body)
         return JSONResponse(result)
+
+    async def multi_search(self, request: Request) -> Response:
+        self.keys.require(request.headers.get("authorization"), admin=False)
+        body = await read_json(request, self.config.max_body_bytes)
+        if not isinstance(body, dict) or "searches" not in body or set(body) != {"searches"}:
+            extra = [key for key in body if key != "searches"] if isinstance(body, dict) else []
+            where = str(extra[0]) if extra else "searches"
+            raise BadRequestError(f"{where}: the body must be {{\"searches\": [SearchRequestBody, ...]}}", field=where)
+        results = await self.call(self.engine_for(request).multi_search, body["searches"])
+        return JSONResponse({"results": results})
+
+    async def list_collections(self, request: Request) -> Response:
+        self.keys.require(request.headers.get("authorization"), admin=False)
+        return JSONResponse(await self.call(self.engine_for(request).collections))
+
+    async def collection_info(self, request: Request) -> Response:
+        self.keys.require(request.headers.get("authorization"), admin=False)
+        engine = self.engine_for(request)
+        return JSONResponse(await self.call(engine.collection_info, request.path_params["collectionId"]))
+
+    async def drop_collection(self, request: Request) -> Response:
+        self.keys.require(request.headers.get("authorization"), admin=True)
+        engine = self.engine_for(request)
+        return JSONResponse(await self.call(engine.drop_collection, request.path_params["collectionId"]))
+
+    async def get_settings(self, request: Request) -> Response:
+        self.keys.require(request.headers.get("authorization"), admin=False)
+        engine = self.engine_for(request)
+        return JSONResponse(await self.call(engine.get_settings, request.path_params["collectionId"]))
+
+    async def update_settings(self, request: Request) -> Response:
+        self.keys.require(request.headers.get("authorization"), admin=True)
+        body = await read_json(request, self.config.max_body_bytes)
+        engine = self.engine_for(request)
+        return JSONResponse(await self.call(engine.update_settings, request.path_params["collectionId"], body))
+
+    async def page_records(self, request: Request) -> Response:
+        self.keys.require(request.headers.get("authorization"), admin=False)
+        unknown = [name for name in request.query_params if name not in ("count", "after")]
+        if unknown:
+            raise BadRequestError(f"{unknown[0]}: unknown query parameter (expected count, after)", field=unknown[0])
+        text = request.query_params.get("count", "1000")
+        if not text.isdigit():
+            raise BadRequestError(f"count: must be an integer between 1 and 1000, got {text!r}", field="count")
+        engine = self.engine_for(request)
+        result = await self.call(engine.page_records, request.path_params["collectionId"], int(text),
+                                 request.query_params.get("after"))
+        return JSONResponse(result)
+
+    async def get_record(self, request: Request) -> Response:
+        self.keys.require(request.headers.get("authorization"), admin=False)
+        segment = request.path_params["id"]
+        ids: list[int | str] = [segment]
+        if CANONICAL_INTEGER.fullmatch(segment) and INT64[0] <= int(segment) <= INT64[1]:
+            ids.insert(0, int(segment))  # an integer id when one exists, else the string id
+        collection = request.path_params["collectionId"]
+        found = await self.call(self.engine_for(request).get_records, collection, ids)
+        if not found:
+            raise NotFoundError(f"record {segment!r} not found in collection '{collection}'", field="id")
+        return JSONResponse(found[0])
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok", "apps": list(self.config.apps)})
@@ -290,7 +360,7 @@ def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None
     if os.path.isdir(static_dir):  # after the API routes: the page never shadows them
         routes.append(Mount("/", SearchPage(directory=static_dir, html=True), name="page"))
     middleware = [Middleware(JSONCORSMiddleware, allow_origins=list(config.cors_origins),
-                             allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+                             allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
                              allow_headers=["Authorization", "Content-Type"], max_age=600)]
     return Starlette(
         routes=routes,

@@ -25,6 +25,8 @@ ERROR_MEANINGS = {
 }
 
 SEARCH_ERRORS = (400, 401, 404, 405, 413, 500)
+READ_ERRORS = (400, 401, 404, 405, 500)
+LIST_ERRORS = (401, 405, 500)
 WRITE_ERRORS = (400, 401, 403, 404, 405, 413, 500, 507)
 OPEN_ERRORS = (405, 500)
 
@@ -73,6 +75,24 @@ SEARCH_REQUEST = {
     },
 }
 
+SETTINGS = {
+    "type": "object", "additionalProperties": False,
+    "description": "Collection settings (every key optional in a PUT; null resets a key to its default)",
+    "properties": {
+        "searchFields": {**STRINGS, "default": ["*"], "description": "used when a request gives no searchFields"},
+        "customRanking": {**STRINGS, "default": [],
+                          "description": "sort keys applied after relevance and before id, e.g. [\"-population\"]"},
+        "stopWords": {**STRINGS, "default": []},
+        "synonyms": {"type": "object", "additionalProperties": STRINGS, "default": {},
+                     "description": "one-way: {\"nyc\": [\"new york\"]}"},
+        "typoMinWordSize": {"type": "object", "additionalProperties": False, "default": {"oneTypo": 4, "twoTypos": 8},
+                            "properties": {"oneTypo": {"type": "integer", "minimum": 1},
+                                           "twoTypos": {"type": "integer", "minimum": 1}}},
+        "typoDisabledFields": {**STRINGS, "default": []},
+        "typoDisabledWords": {**STRINGS, "default": []},
+    },
+}
+
 #: The facet value search body: a search body whose collection, if any, the path overrides.
 FACET_REQUEST = {key: value for key, value in SEARCH_REQUEST.items() if key != "required"}
 
@@ -89,7 +109,7 @@ def openapi_document() -> dict[str, Any]:
             "title": "roarsearch — Record Search and Management Service",
             "version": "1.0.0",
             "description": "Every API route needs 'Authorization: Bearer <key>': admin keys may do everything, "
-                           "search-only keys may search and run facet value searches. /health, /openapi.json and "
+                           "search-only keys may search, run facet value searches and read records, collections and settings. /health, /openapi.json and "
                            "the search page at / need no key. The application is the first label of the Host "
                            "header (a trailing -fast removed) when it is served, else the default one. Every "
                            "failure is an Error object with the same HTTP status.",
@@ -121,6 +141,23 @@ def openapi_document() -> dict[str, Any]:
                 "DeleteResult": {"type": "object", "required": ["status"], "properties": {
                     "status": {"type": "integer"}, "id": {"type": ["integer", "string"]},
                     "deleted": {"type": "integer"}}},
+                "Settings": SETTINGS,
+                "CollectionSummary": {"type": "object", "required": ["collection", "records"], "properties": {
+                    "collection": {"type": "string"}, "records": {"type": "integer"}}},
+                "CollectionInfo": {"type": "object", "required": ["collection", "records", "fields", "settings"],
+                                   "properties": {
+                    "collection": {"type": "string"}, "records": {"type": "integer"},
+                    "fields": {"type": "array", "items": {"type": "object", "properties": {
+                        "field": {"type": "string"}, "kinds": STRINGS, "records": {"type": "integer"}}}},
+                    "settings": _ref("Settings")}},
+                "RecordsPage": {"type": "object", "required": ["records", "next"], "properties": {
+                    "records": {"type": "array", "items": _ref("Record")},
+                    "next": {"type": ["string", "null"], "description": "cursor of the next page (after=...)"}}},
+                "MultiSearchRequest": {"type": "object", "required": ["searches"], "additionalProperties": False,
+                                       "properties": {"searches": {"type": "array", "maxItems": 100,
+                                                                   "items": _ref("SearchRequestBody")}}},
+                "MultiSearchResponse": {"type": "object", "required": ["results"], "properties": {
+                    "results": {"type": "array", "items": {"oneOf": [_ref("SearchResponse"), ERROR]}}}},
                 "Health": {"type": "object", "properties": {"status": {"const": "ok"}, "apps": STRINGS}},
             },
         },
@@ -133,6 +170,15 @@ def openapi_document() -> dict[str, Any]:
                               **_errors(SEARCH_ERRORS)}}},
             "/v2/collections/{collectionId}/records": {
                 "parameters": [collection_id],
+                "get": {"summary": "Page through every record in id order (search key allowed)",
+                        "operationId": "pageRecords",
+                        "parameters": [{"name": "count", "in": "query",
+                                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000}},
+                                       {"name": "after", "in": "query", "schema": {"type": "string"},
+                                        "description": "the next cursor of the previous page"}],
+                        "responses": {"200": {"description": "A page of records and the next cursor (null at the end)",
+                                              **_json(_ref("RecordsPage"))},
+                                      **_errors(READ_ERRORS)}},
                 "post": {"summary": "Add records: one object or an array, all or nothing, upsert by id",
                          "operationId": "addRecords",
                          "requestBody": {"required": True, **_json(
@@ -159,6 +205,51 @@ def openapi_document() -> dict[str, Any]:
                          "requestBody": {"required": True, **_json(_ref("FacetRequestBody"))},
                          "responses": {"200": {"description": "Matching values with counts", **_json(_ref("FacetValues"))},
                                        **_errors(SEARCH_ERRORS)}},
+            },
+            "/v2/multi-search": {"post": {
+                "summary": "Up to 100 searches in one request, answered in order; a failing search is its Error "
+                           "object in place and never fails the others", "operationId": "multiSearch",
+                "requestBody": {"required": True, **_json(_ref("MultiSearchRequest"))},
+                "responses": {"200": {"description": "One answer per search", **_json(_ref("MultiSearchResponse"))},
+                              **_errors(SEARCH_ERRORS)}}},
+            "/v2/collections": {"get": {
+                "summary": "List collections with their record counts (search key allowed)",
+                "operationId": "listCollections",
+                "responses": {"200": {"description": "Collections, by name",
+                                      **_json({"type": "array", "items": _ref("CollectionSummary")})},
+                              **_errors(LIST_ERRORS)}}},
+            "/v2/collections/{collectionId}": {
+                "parameters": [collection_id],
+                "get": {"summary": "A collection's record count, fields (kinds, records holding each) and settings",
+                        "operationId": "getCollection",
+                        "responses": {"200": {"description": "Collection details", **_json(_ref("CollectionInfo"))},
+                                      **_errors(READ_ERRORS)}},
+                "delete": {"summary": "Drop a collection, its records and settings, durably (admin key)",
+                           "operationId": "dropCollection",
+                           "responses": {"200": {"description": "Dropped", **_json(
+                               {"type": "object", "properties": {"status": {"const": 200}}})},
+                                         **_errors(WRITE_ERRORS)}},
+            },
+            "/v2/collections/{collectionId}/settings": {
+                "parameters": [collection_id],
+                "get": {"summary": "Every settings key, with its default where unset (search key allowed)",
+                        "operationId": "getSettings",
+                        "responses": {"200": {"description": "Settings", **_json(_ref("Settings"))},
+                                      **_errors(READ_ERRORS)}},
+                "put": {"summary": "Change the keys named (null resets one), all or nothing; creates the collection "
+                                   "if needed (admin key)", "operationId": "updateSettings",
+                        "requestBody": {"required": True, **_json(_ref("Settings"))},
+                        "responses": {"200": {"description": "Every settings key after the change",
+                                              **_json(_ref("Settings"))},
+                                      **_errors(WRITE_ERRORS)}},
+            },
+            "/v2/collections/{collectionId}/records/{id}": {
+                "parameters": [collection_id, {"name": "id", "in": "path", "required": True, "schema": {
+                    "type": "string"}, "description": "a canonical integer names an integer id when one exists, "
+                                                      "else the string id"}],
+                "get": {"summary": "One stored record by id (search key allowed)", "operationId": "getRecord",
+                        "responses": {"200": {"description": "The record", **_json(_ref("Record"))},
+                                      **_errors(READ_ERRORS)}},
             },
             "/health": {"get": {"summary": "Liveness (no key needed)", "operationId": "health", "security": [],
                                 "responses": {"200": {"description": "OK", **_json(_ref("Health"))},

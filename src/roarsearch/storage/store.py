@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,6 +43,8 @@ SNAPSHOT_FILE = "snapshot.rsnap"
 WAL_FILE = "wal.rlog"
 FORMAT_FILE = "FORMAT"
 COLLECTIONS_DIR = "collections"
+#: A dropped collection's folder is renamed to this prefix (hidden: never listed) before deletion.
+DROPPED_PREFIX = ".dropped-"
 
 
 class CollectionStore:
@@ -143,6 +146,7 @@ class DataDirectoryStore:
         self.lock.acquire()
         try:
             self._check_or_create()
+            self._remove_dropped()
         except BaseException:
             self.lock.release()
             raise
@@ -183,6 +187,26 @@ class DataDirectoryStore:
                 self.fs.fsync_dir(self.path)
             except OSError as error:
                 raise StorageError(f"{self.collections_path}: could not be created ({error.strerror or error})") from error
+
+    def drop_collection(self, name: str) -> None:
+        """Remove collection ``name``'s folder durably: one fsynced rename to a hidden name (after
+        which nothing lists or opens it, so a crash never brings back part of it), then delete."""
+        folder = self.collection(name).directory
+        if not self.fs.isdir(folder):
+            return
+        hidden = os.path.join(self.collections_path, f"{DROPPED_PREFIX}{name}-{uuid.uuid4().hex[:12]}")
+        try:
+            self.fs.replace(folder, hidden)
+            self.fs.fsync_dir(self.collections_path)
+        except OSError as error:
+            raise StorageError(f"{folder}: the collection could not be dropped ({error.strerror or error})") from error
+        shutil.rmtree(hidden, ignore_errors=True)
+
+    def _remove_dropped(self) -> None:
+        """Finish drops that a crash interrupted (their folders are already hidden)."""
+        for name in self.fs.listdir(self.collections_path):
+            if name.startswith(DROPPED_PREFIX):
+                shutil.rmtree(os.path.join(self.collections_path, name), ignore_errors=True)
 
     def collection_names(self) -> list[str]:
         """Names of the collections on disk, sorted."""
