@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -139,9 +139,19 @@ class Collection:
 
     # ------------------------------------------------------------------ search (caller holds lock.reading)
 
-    def search(self, request: SearchRequest, body: dict[str, Any]) -> dict[str, Any]:
+    def search(
+        self,
+        request: SearchRequest,
+        body: dict[str, Any],
+        *,
+        kept_words: int | None = None,
+        inspect: Callable[[SearchContext, Ranker, dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``request``. Hooks for ``roarsearch.cluster``: ``kept_words`` forces the number of
+        query words kept (word dropping decided over all shards); ``inspect`` is called with the
+        context, the ranker and the finished response, and may add private keys to the response."""
         started = time.perf_counter()
-        context = prepare_search(self.index, request)
+        context = prepare_search(self.index, request, kept_words)
         ranker = Ranker(context)
         highlighter = Highlighter(self.index.lexicon, context.words) if request.highlight_fields else None
         if request.group_by is not None:
@@ -149,7 +159,7 @@ class Collection:
         else:
             results = [self._result(doc, rank, request, highlighter)
                        for doc, rank in ranker.page(context.candidates, request.skip, request.count)]
-        return {
+        response = {
             "query": body,
             "results": results,
             "textFacets": text_facets(context),
@@ -157,11 +167,15 @@ class Collection:
             "totalHits": len(context.candidates),
             "responseTime": int(round((time.perf_counter() - started) * 1000)),
         }
+        if inspect is not None:
+            inspect(context, ranker, response)
+        return response
 
-    def facet_values(self, request: SearchRequest, facet: str) -> list[dict[str, Any]]:
+    def facet_values(self, request: SearchRequest, facet: str, *, kept_words: int | None = None) -> list[dict[str, Any]]:
         """Values of ``facet`` matching the request's facet query, counted over what it selects
-        (disjunctive, like facet counts: the facet's own facet filter is left out)."""
-        context = prepare_search(self.index, request)
+        (disjunctive, like facet counts: the facet's own facet filter is left out).
+        ``kept_words``: as in :meth:`search`."""
+        context = prepare_search(self.index, request, kept_words)
         return search_facet_values(self.index.field_columns(facet), context.without_facet_filter(facet),
                                    request.facet_query or "", request.facet_query_count, request.typo_tolerance)
 
