@@ -89,6 +89,12 @@ class CorruptionError(InternalError):
     """500: a data file failed its checksum or structure check; ``data`` names the file and offset."""
 
 
+class ServiceUnavailableError(SearchError):
+    """503: a part of the engine (a shard being restarted) cannot answer now; retry later."""
+
+    status = 503
+
+
 class StorageError(SearchError):
     """507: the write could not be made durable (disk full, I/O error); nothing was changed."""
 
@@ -105,6 +111,7 @@ ERROR_BY_STATUS: dict[int, type[SearchError]] = {
     409: DirectoryLockedError,
     413: PayloadTooLargeError,
     500: InternalError,
+    503: ServiceUnavailableError,
     507: StorageError,
 }
 

@@ -17,7 +17,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -162,10 +162,20 @@ class Collection:
             request = dataclasses.replace(request, search_fields=settings.search_fields)
         return request, settings
 
-    def search(self, request: SearchRequest, body: dict[str, Any]) -> dict[str, Any]:
+    def search(
+        self,
+        request: SearchRequest,
+        body: dict[str, Any],
+        *,
+        kept_words: int | None = None,
+        inspect: Callable[[SearchContext, Ranker, dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``request``. Hooks for ``roarsearch.cluster``: ``kept_words`` forces the number of
+        query words kept (word dropping decided over all shards); ``inspect`` is called with the
+        context, the ranker and the finished response, and may add private keys to the response."""
         started = time.perf_counter()
         request, settings = self._with_settings(request, body)
-        context = prepare_search(self.index, request, settings)
+        context = prepare_search(self.index, request, settings, kept_words)
         ranker = Ranker(context)
         highlighter = Highlighter(self.index.lexicon, context.words) if request.highlight_fields else None
         if request.group_by is not None:
@@ -184,13 +194,17 @@ class Collection:
         warnings = field_warnings(self.index, request)
         if warnings:
             response["warnings"] = warnings
+        if inspect is not None:
+            inspect(context, ranker, response)
         return response
 
-    def facet_values(self, request: SearchRequest, facet: str, body: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def facet_values(self, request: SearchRequest, facet: str, body: dict[str, Any] | None = None, *,
+                     kept_words: int | None = None) -> list[dict[str, Any]]:
         """Values of ``facet`` matching the request's facet query, counted over what it selects
-        (disjunctive, like facet counts: the facet's own facet filter is left out)."""
+        (disjunctive, like facet counts: the facet's own facet filter is left out).
+        ``kept_words``: as in :meth:`search`."""
         request, settings = self._with_settings(request, body or {})
-        context = prepare_search(self.index, request, settings)
+        context = prepare_search(self.index, request, settings, kept_words)
         return search_facet_values(self.index.field_columns(facet), context.without_facet_filter(facet),
                                    request.facet_query or "", request.facet_query_count, request.typo_tolerance)
 

@@ -64,16 +64,21 @@ class SearchContext:
         return docs
 
 
-def prepare_search(index: Index, request: SearchRequest, settings: Settings = DEFAULT_SETTINGS) -> SearchContext:
+def prepare_search(index: Index, request: SearchRequest, settings: Settings = DEFAULT_SETTINGS,
+                   kept_words: int | None = None) -> SearchContext:
     """Plan the words and compute the candidate sets of ``request`` over ``index`` with the
-    collection's ``settings`` (stop words, synonyms, typo thresholds and typo-disabled fields)."""
+    collection's ``settings`` (stop words, synonyms, typo thresholds and typo-disabled fields).
+
+    ``kept_words`` (hook for ``roarsearch.cluster``): keep exactly this many query words instead of
+    dropping words until this index matches, so that word dropping is decided over every shard.
+    """
     facet_filters = facet_filter_docs(index, request.text_facet_filters, request.numeric_facet_filters)
     fields = resolve_search_fields(request.search_fields, index.text_fields())
     words = plan_words(index.lexicon, request.query, request.typo_tolerance, index.cache, settings)
     matcher = WordMatcher(index, fields, frozenset(settings.typo_disabled_fields))
     per_word = [matcher.docs(word, word.max_typos) for word in words]
     universe = index.alive
-    kept = len(words)
+    kept = len(words) if kept_words is None else max(min(kept_words, len(words)), min(1, len(words)))
     while True:
         word_docs = universe
         for docs in per_word[:kept]:
@@ -81,7 +86,7 @@ def prepare_search(index: Index, request: SearchRequest, settings: Settings = DE
             if not word_docs:
                 break
         candidates = _narrow(index, request, facet_filters, word_docs) if word_docs else BitMap()
-        if candidates or kept <= 1:
+        if candidates or kept <= 1 or kept_words is not None:
             break
         kept -= 1  # contract §3: drop words from the end while nothing matches (never the first)
     return SearchContext(index, request, fields, matcher, words[:kept], word_docs, facet_filters, candidates,

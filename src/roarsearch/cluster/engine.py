@@ -1,0 +1,401 @@
+""":class:`ShardedEngine`: the :class:`~roarsearch.engine.engine.Engine` API over N shard actors.
+
+Owns: routing (a record goes to shard ``blake2b(msgpack(id)) mod N``), the two-phase commit of
+every write batch across the shards it touches, scatter/gather of searches with the
+collection-wide facts decided here (the first-seen order of text fields behind ``*``, the number
+of query words kept), and restarting a dead shard actor (calls meanwhile raise 503).
+
+Write protocol (one batch at a time):
+
+1. validate the whole batch (the engine's own checks: the same 400s);
+2. prepare: each touched shard writes the batch durably to its prepare area (not applied);
+   a failure anywhere aborts every shard's prepared copy;
+3. commit point: one line in the coordinator log (``COMMITS``), fsynced;
+4. commit: each shard applies its part through its own write-ahead log. Searches are held
+   (a driver read/write lock) from the commit point until every shard has applied, so a search
+   sees a batch wholly or not at all. A shard that dies here is restarted and applies the
+   committed batch from its prepare area while recovering.
+
+Recovery on open: each shard applies its prepared batches whose transaction is in the log and
+discards the others; then the log is folded into ``CLUSTER`` and emptied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import msgpack
+
+from roarsearch.cluster.coordinator import Coordinator
+from roarsearch.cluster.merge import merge_responses, merge_text_facet
+from roarsearch.cluster.shard import ShardActor
+from roarsearch.engine.collection import ReadWriteLock
+from roarsearch.engine.engine import Engine
+from roarsearch.engine.request import check_collection_id, parse_search_request
+from roarsearch.errors import BadRequestError, InternalError, NotFoundError, SearchError, ServiceUnavailableError
+from roarsearch.query.filter_parser import parse_filter
+from roarsearch.query.plan import resolve_search_fields
+from roarsearch.query.request import SearchRequest
+from roarsearch.schema import check_record_id, iter_leaves, validate_records
+
+try:
+    import ray
+    from ray.exceptions import RayActorError, RayTaskError
+except ImportError:  # pragma: no cover - the cluster extra is not installed
+    ray = None
+
+#: Facet values and groups asked of each shard: all of them (a shard's local top-k is not enough).
+EVERYTHING = 2**31 - 1
+#: Seconds to wait for a shard call before it counts as failed.
+CALL_TIMEOUT = float(os.environ.get("ROARSEARCH_SHARD_TIMEOUT", 600))
+
+
+def shard_of(record_id: int | str, shards: int) -> int:
+    """The shard of a record id: stable across processes and machines (never Python's ``hash``)."""
+    digest = hashlib.blake2b(msgpack.packb(record_id), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def text_fields_of(records: list[dict[str, Any]]) -> list[str]:
+    """Fields holding a string, in order of first appearance record by record (the order of ``*``)."""
+    seen: dict[str, None] = {}
+    for record in records:
+        for path, _element, value in iter_leaves(record):
+            if type(value) is str and path not in seen:
+                seen[path] = None
+    return list(seen)
+
+
+class ShardedEngine:
+    """The :class:`Engine` API with each collection spread over ``shards`` Ray actors.
+
+        >>> with ShardedEngine("./data", shards=4) as engine:          # doctest: +SKIP
+        ...     engine.add_records("people", [{"id": 1, "name": "Ada"}])
+        ...     engine.search({"collection": "people", "query": "ada"})
+
+    ``address`` connects to a Ray cluster (``"ray://head:10001"`` or ``"auto"``); without it an
+    existing Ray connection is reused, else a small local Ray is started (and shut down by
+    :meth:`close`). Shard actors reserve no CPU (``num_cpus=0``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], shards: int | None = None, address: str | None = None,
+                 *, ray_options: dict[str, Any] | None = None) -> None:
+        if ray is None:
+            raise InternalError("roarsearch.cluster needs Ray: pip install -e '.[cluster]'")
+        if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= 1024):
+            raise BadRequestError(f"shards: must be an integer between 1 and 1024, got {shards!r}", field="shards")
+        self.path = os.path.abspath(os.fspath(path))
+        self._closed = False
+        self._coordinator = Coordinator(self.path, shards)
+        self.shards = self._coordinator.shards
+        self._started_ray = False
+        try:
+            if not ray.is_initialized():
+                options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                           "configure_logging": False}
+                if address is None:
+                    options.update(num_cpus=2, object_store_memory=256 * 1024 * 1024)
+                options.update(ray_options or {})
+                ray.init(address=address, **options)
+                self._started_ray = True
+            self._remote = ray.remote(ShardActor)
+            self._rw = ReadWriteLock()
+            self._write_lock = threading.Lock()
+            self._state_lock = threading.Lock()
+            self._restart_locks = [threading.Lock() for _ in range(self.shards)]
+            self._restarting: set[int] = set()
+            self._recovered: dict[str, dict[int, Any]] = {}
+            self._actors = [self._start(shard) for shard in range(self.shards)]
+            committed = sorted(self._coordinator.committed)
+            ray.get([actor.recover.remote(committed) for actor in self._actors], timeout=CALL_TIMEOUT)
+            self._coordinator.checkpoint()
+        except BaseException:
+            self._shutdown()
+            raise
+
+    # ------------------------------------------------------------------ actors
+
+    def _start(self, shard: int) -> Any:
+        path = self._coordinator.shard_path(shard)
+        actor = self._remote.options(num_cpus=0, max_concurrency=8, max_restarts=0).remote(path, shard)
+        ray.get(actor.ping.remote(), timeout=CALL_TIMEOUT)
+        return actor
+
+    def _restart(self, shard: int, dead: Any) -> None:
+        """Replace a dead shard actor by a new one over the same directory (idempotent per death)."""
+        with self._restart_locks[shard]:
+            if self._actors[shard] is not dead:
+                return  # restarted already
+            with self._state_lock:
+                self._restarting.add(shard)
+            try:
+                try:
+                    ray.kill(dead, no_restart=True)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+                actor = self._start(shard)
+                results = ray.get(actor.recover.remote(sorted(self._coordinator.committed)), timeout=CALL_TIMEOUT)
+                with self._state_lock:
+                    for tx, result in results.items():
+                        self._recovered.setdefault(tx, {})[shard] = result
+                self._actors[shard] = actor
+            finally:
+                with self._state_lock:
+                    self._restarting.discard(shard)
+
+    def _restart_later(self, shard: int, dead: Any) -> None:
+        threading.Thread(target=self._restart_quietly, args=(shard, dead), daemon=True).start()
+
+    def _restart_quietly(self, shard: int, dead: Any) -> None:
+        try:
+            self._restart(shard, dead)
+        except Exception:  # noqa: BLE001 - the next failing call schedules another attempt
+            pass
+
+    def _check_available(self) -> None:
+        if self._closed:
+            raise ServiceUnavailableError("the sharded engine is closed")
+        with self._state_lock:
+            if self._restarting:
+                raise ServiceUnavailableError(
+                    f"shard {min(self._restarting)} is being restarted from its directory; retry shortly")
+
+    def _gather(self, calls: dict[int, Callable[[Any], Any]], *, restart: str = "later") -> dict[int, Any]:
+        """Run one call per shard in parallel; a dead actor is restarted and the call raises 503."""
+        self._check_available()
+        actors = {shard: self._actors[shard] for shard in calls}
+        refs = {shard: calls[shard](actor) for shard, actor in actors.items()}
+        results: dict[int, Any] = {}
+        dead: list[int] = []
+        failure: BaseException | None = None
+        for shard, ref in refs.items():
+            try:
+                results[shard] = ray.get(ref, timeout=CALL_TIMEOUT)
+            except RayTaskError as error:
+                cause = getattr(error, "cause", None)
+                failure = failure or (cause if isinstance(cause, SearchError) else InternalError(f"shard {shard}: {error}"))
+            except (RayActorError, ray.exceptions.GetTimeoutError, ray.exceptions.ActorUnavailableError):
+                dead.append(shard)
+        if dead:
+            for shard in dead:
+                if restart == "now":
+                    self._restart(shard, actors[shard])
+                else:
+                    self._restart_later(shard, actors[shard])
+            raise _Unavailable(dead, results)
+        if failure is not None:
+            raise failure
+        return results
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Close every shard (snapshots, locks), release the directory; shut down a Ray we started."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._write_lock:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        try:
+            for actor in getattr(self, "_actors", []):
+                try:
+                    ray.get(actor.close.remote(), timeout=CALL_TIMEOUT)
+                    ray.kill(actor, no_restart=True)
+                except Exception:  # noqa: BLE001 - a dead shard recovers on the next open
+                    pass
+        finally:
+            self._coordinator.close()
+            if self._started_ray:
+                ray.shutdown()
+
+    def __enter__(self) -> "ShardedEngine":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+    def collections(self) -> list[str]:
+        with self._rw.reading():
+            parts = self._call_all(lambda actor: actor.collections.remote())
+        return sorted({name for names in parts.values() for name in names})
+
+    def check(self) -> dict[str, Any]:
+        """Every shard's check, merged: ``collections`` name ``shard-K/collection``."""
+        with self._rw.reading():
+            parts = self._call_all(lambda actor: actor.check.remote())
+        report: dict[str, Any] = {"ok": True, "collections": {}, "problems": []}
+        for shard, part in sorted(parts.items()):
+            for name, entry in part["collections"].items():
+                report["collections"][f"shard-{shard}/{name}"] = entry
+            report["problems"].extend(f"shard-{shard}/{problem}" for problem in part["problems"])
+        report["ok"] = not report["problems"]
+        return report
+
+    def _call_all(self, call: Callable[[Any], Any]) -> dict[int, Any]:
+        try:
+            return self._gather({shard: call for shard in range(self.shards)})
+        except _Unavailable as error:
+            raise error.as_503() from None
+
+    # ------------------------------------------------------------------ writes
+
+    def add_records(self, collection: str, records: dict[str, Any] | list[dict[str, Any]]) -> dict[str, int]:
+        """Insert or replace records, all or nothing across the shards (``{"status": 201}``)."""
+        check_collection_id(collection, "collectionId")
+        batch = validate_records(records)
+        parts: dict[int, list[dict[str, Any]]] = {}
+        for record in batch:
+            parts.setdefault(shard_of(record["id"], self.shards), []).append(record)
+        self._write(collection, {shard: {"op": "add", "records": part} for shard, part in parts.items()},
+                    text_fields_of(batch))
+        return {"status": 201}
+
+    def delete_records(self, collection: str, ids: list[int | str] | None = None, filter: str | None = None,
+                       clear: bool = False) -> list[dict[str, Any]]:
+        """Delete by ids, by filter, or everything (the :meth:`Engine.delete_records` contract)."""
+        try:  # the engine's own checks, in its order: an empty engine then says 404 for the collection
+            with Engine() as probe:
+                probe.delete_records(collection, ids=ids, filter=filter, clear=clear)
+        except NotFoundError:
+            pass
+        if collection not in self.collections():
+            raise NotFoundError(f"collection '{collection}' not found", field="collection")
+        if ids is not None:
+            checked = [check_record_id(record_id, f"ids[{position}]") for position, record_id in enumerate(ids)]
+            routed: dict[int, list[int]] = {}
+            for position, record_id in enumerate(checked):
+                routed.setdefault(shard_of(record_id, self.shards), []).append(position)
+            found = self._write(collection, {shard: {"op": "delete", "ids": [checked[p] for p in positions]}
+                                             for shard, positions in routed.items()}, [])
+            hits = [False] * len(checked)
+            for shard, positions in routed.items():
+                for position, hit in zip(positions, found.get(shard) or [False] * len(positions)):
+                    hits[position] = bool(hit)
+            return [{"status": 200 if hit else 404, "id": record_id} for record_id, hit in zip(checked, hits)]
+        if clear:
+            payloads = {shard: {"op": "clear"} for shard in range(self.shards)}
+        else:
+            assert filter is not None
+            request = SearchRequest(collection, filter=filter, filter_tree=parse_filter(filter))
+            payloads = {shard: {"op": "delete_filter", "request": request} for shard in range(self.shards)}
+        deleted = self._write(collection, payloads, [])
+        return [{"status": 200, "deleted": sum(int(count or 0) for count in deleted.values())}]
+
+    def _write(self, collection: str, payloads: dict[int, dict[str, Any]], fields: list[str]) -> dict[int, Any]:
+        """Two-phase commit of one batch over the shards of ``payloads``; their apply results."""
+        with self._write_lock:
+            tx = uuid.uuid4().hex
+            try:
+                self._gather({shard: (lambda actor, payload=payload: actor.prepare.remote(tx, collection, payload))
+                              for shard, payload in payloads.items()})
+            except BaseException as error:
+                self._abort(tx, list(payloads))
+                if isinstance(error, _Unavailable):
+                    raise error.as_503() from None
+                raise
+            with self._rw.writing():
+                try:
+                    self._coordinator.append_commit(tx, collection, fields)
+                except BaseException:
+                    self._abort(tx, list(payloads))
+                    raise
+                results: dict[int, Any] = {}
+                for shard in payloads:
+                    try:
+                        results.update(self._gather({shard: lambda actor: actor.commit.remote(tx)}, restart="now"))
+                    except _Unavailable:
+                        # restarted synchronously: it applied the committed batch while recovering
+                        with self._state_lock:
+                            results[shard] = self._recovered.get(tx, {}).get(shard)
+                with self._state_lock:
+                    self._recovered.pop(tx, None)
+                self._coordinator.committed.discard(tx)
+            return results
+
+    def _abort(self, tx: str, shards: list[int]) -> None:
+        for shard in shards:
+            try:
+                ray.get(self._actors[shard].abort.remote(tx), timeout=CALL_TIMEOUT)
+            except Exception:  # noqa: BLE001 - a dead shard discards it when it recovers
+                pass
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Scatter ``request`` to every shard and merge: the single engine's response (contract §10)."""
+        started = time.perf_counter()
+        parsed = parse_search_request(request)
+        with self._rw.reading():
+            fields = self._coordinator.text_fields.get(parsed.collection, [])
+            widened = dataclasses.replace(
+                parsed,
+                search_fields=tuple(resolve_search_fields(parsed.search_fields, fields)),
+                skip=0,
+                count=parsed.skip + parsed.count,
+                facet_count=EVERYTHING,
+                group_count=EVERYTHING if parsed.group_by is not None else parsed.group_count,
+                group_limit=max(parsed.group_limit, 1),
+            )
+            parts = self._scatter(lambda actor, kept: actor.search.remote(widened, request, kept))
+            if not any(part["exists"] for part in parts):
+                raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
+        merged = merge_responses(parsed, request, parts)
+        merged["responseTime"] = int(round((time.perf_counter() - started) * 1000))
+        return merged
+
+    def _scatter(self, call: Callable[[Any, int | None], Any]) -> list[dict[str, Any]]:
+        """Two rounds when needed: each shard keeps as many words as it can; shards that kept
+        fewer than the most any shard kept run again with that number (word dropping is global)."""
+        try:
+            parts = self._gather({shard: (lambda actor: call(actor, None)) for shard in range(self.shards)})
+            kept = max(part["kept"] for part in parts.values())
+            again = [shard for shard, part in parts.items() if part["kept"] != kept]
+            if again:
+                parts.update(self._gather({shard: (lambda actor: call(actor, kept)) for shard in again}))
+        except _Unavailable as error:
+            raise error.as_503() from None
+        return [parts[shard] for shard in range(self.shards)]
+
+    def search_facet_values(self, collection: str, facet: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Facet value search over every shard: counts summed. Values are ordered by count, then
+        value (the single engine ranks closer matches first: see docs/cluster.md)."""
+        if not isinstance(request, dict):
+            raise BadRequestError("request body: must be a JSON object", field="body")
+        if not isinstance(facet, str) or not facet:
+            raise BadRequestError("facetName: must be a non-empty field name", field="facetName")
+        body = dict(request)
+        body["collection"] = check_collection_id(collection, "collectionId")
+        parsed = parse_search_request(body, facet_search=True)
+        with self._rw.reading():
+            fields = self._coordinator.text_fields.get(parsed.collection, [])
+            widened = dataclasses.replace(parsed, search_fields=tuple(resolve_search_fields(parsed.search_fields, fields)),
+                                          facet_query_count=EVERYTHING)
+            parts = self._scatter(lambda actor, kept: actor.facet_values.remote(widened, facet, kept))
+            if not any(part["exists"] for part in parts):
+                raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
+        merged = merge_text_facet(facet, [part["values"] for part in parts], parsed.facet_query_count)
+        return {"values": merged["values"]}
+
+
+class _Unavailable(Exception):
+    """Shards whose actor died during a call (being restarted)."""
+
+    def __init__(self, shards: list[int], partial: dict[int, Any]) -> None:
+        super().__init__(shards)
+        self.shards = shards
+        self.partial = partial
+
+    def as_503(self) -> ServiceUnavailableError:
+        return ServiceUnavailableError(
+            f"shard {self.shards[0]} is being restarted from its directory; retry shortly (no partial answer given)")

@@ -1,0 +1,147 @@
+"""This module tests the following properties:
+
+- a ShardedEngine of 3 shards (local Ray) answers every search exactly as one Engine holding the
+  same records: whole responses equal (``responseTime`` aside, ``avg`` within float tolerance) —
+  results and their order, ``_rank``, pages, ``totalHits``, text facets (disjunctive, cut to
+  ``facetCount`` after summing complete counts), numeric stats and ranges, groups, highlights,
+  word dropping decided over all shards, the first-seen order of fields behind ``*``;
+- after random writes: add batches with upserts, deletes by ids (hits and misses), by filter, clear;
+- bad requests raise the same error (status and message) in both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("ray", reason="pip install -e '.[cluster]'")
+
+from roarsearch import Engine, SearchError  # noqa: E402
+from roarsearch.cluster import ShardedEngine  # noqa: E402
+
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore::FutureWarning"),
+              pytest.mark.filterwarnings("ignore::ResourceWarning")]
+
+WORDS = ["star", "stars", "start", "wars", "trek", "galaxy", "galactic", "river", "rover", "quest"]
+CATS = ["red", "Red", "blue", "réd", "green"]
+IDS = st.one_of(st.integers(0, 30), st.sampled_from(["a", "b", "k9", "Z", "é"]))
+TEXT = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
+RECORD = st.fixed_dictionaries(
+    {"id": IDS, "kind": st.sampled_from(["a", "b", "c"])},
+    optional={
+        "title": TEXT,
+        "body": st.one_of(TEXT, st.lists(TEXT, min_size=1, max_size=2)),
+        "meta": st.fixed_dictionaries({"note": TEXT}),
+        "cat": st.one_of(st.sampled_from(CATS), st.lists(st.sampled_from(CATS), min_size=1, max_size=3)),
+        "num": st.one_of(st.integers(0, 6), st.floats(0, 6, allow_nan=False).map(lambda x: round(x, 2)),
+                         st.lists(st.integers(0, 6), min_size=1, max_size=3)),
+        "mix": st.one_of(st.integers(-3, 3), st.sampled_from(["x", "Y", "é", "b"]), st.booleans()),
+        "flag": st.booleans(),
+    },
+)
+WRITE = st.one_of(
+    st.tuples(st.just("add"), st.lists(RECORD, min_size=1, max_size=12)),
+    st.tuples(st.just("add"), st.lists(RECORD, min_size=1, max_size=12)),
+    st.tuples(st.just("ids"), st.lists(IDS, min_size=1, max_size=4)),
+    st.tuples(st.just("filter"), st.sampled_from(["num >= 4", 'cat = "red"', "flag = true", "mix EXISTS"])),
+    st.tuples(st.just("clear"), st.just(None)),
+)
+QUERIES = ["", "", "star", "sta", "star wars", "galaxy rivr", "strs ", "galactik", "quest trek", "rover st", "zzz",
+           "wars zzz", "trek star galaxy", "river quest zzz"]
+SORTS = [[], [], ["num"], ["-num"], ["mix"], ["-mix"], ["kind", "-_rank"], ["-_rank"], ["_rank", "title"],
+         ["-title", "num"], ["cat:desc"]]
+REQUEST = st.fixed_dictionaries({
+    "query": st.sampled_from(QUERIES),
+    "filter": st.sampled_from(["", "num >= 3", 'NOT cat = "red"', "cat IN [red, blue]", "flag = true",
+                               "mix EXISTS", 'mix != "x"']),
+    "typoTolerance": st.sampled_from([0, 1, 1, 2]),
+    "searchFields": st.sampled_from([["*"], ["*"], ["title"], ["meta.note", "*"], ["body", "title"], ["nope"]]),
+    "fields": st.sampled_from([["*"], ["title"], ["kind", "num"]]),
+    "sort": st.sampled_from(SORTS),
+    "skip": st.integers(0, 4),
+    "count": st.integers(0, 7),
+    "textFacets": st.lists(st.sampled_from(["cat", "num", "flag", "mix", "kind"]), max_size=3, unique=True),
+    "facetCount": st.integers(1, 4),
+    "textFacetFilters": st.sampled_from([{}, {}, {"cat": ["red"]}, {"cat": ["blue", "green"]}, {"flag": [True]}]),
+    "numericFacets": st.sampled_from([{}, {"num": ["[0,2)", "(3,)"]}, {"num": []}, {"mix": ["[*,0]"]}]),
+    "numericFacetFilters": st.sampled_from([{}, {}, {"num": ["[2,4]"]}, {"num": ["[*,1]", "[5,5]"]}]),
+    "highlightFields": st.sampled_from([[], [], ["title"]]),
+})
+GROUPING = st.one_of(st.just({}), st.fixed_dictionaries({
+    "groupBy": st.sampled_from(["kind", "num", "mix", "flag"]),
+    "groupCount": st.sampled_from([-1, 1, 2]),
+    "groupLimit": st.integers(1, 3),
+}))
+BAD = [{"count": 5000}, {"filter": "num >"}, {"sort": "num"}, {"typoTolerance": 3}, {"textFacets": "cat"}, {"bogus": 1}]
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def engines(ray_session: Any) -> Iterator[tuple[ShardedEngine, Engine]]:
+    with tempfile.TemporaryDirectory() as directory:
+        with ShardedEngine(directory + "/sharded", shards=3) as sharded, Engine() as single:
+            yield sharded, single
+
+
+def _same(sharded: dict[str, Any], single: dict[str, Any]) -> None:
+    sharded, single = dict(sharded), dict(single)
+    sharded.pop("responseTime"), single.pop("responseTime")
+    for mine, theirs in zip(sharded["numericFacets"], single["numericFacets"]):
+        a, b = mine["stats"].pop("avg"), theirs["stats"].pop("avg")
+        assert (a is None and b is None) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (a, b)
+    assert sharded == single
+
+
+def _apply(engine: Any, collection: str, write: tuple[str, Any]) -> Any:
+    kind, argument = write
+    try:
+        if kind == "add":
+            return engine.add_records(collection, argument)
+        if kind == "ids":
+            return engine.delete_records(collection, ids=argument)
+        if kind == "filter":
+            return engine.delete_records(collection, filter=argument)
+        return engine.delete_records(collection, clear=True)
+    except SearchError as error:
+        return error.to_dict()
+
+
+@settings(max_examples=int(__import__("os").environ.get("CLUSTER_EXAMPLES", 40)))
+@given(writes=st.lists(WRITE, min_size=1, max_size=5), requests=st.lists(st.tuples(REQUEST, GROUPING), min_size=1, max_size=6),
+       bad=st.sampled_from(BAD))
+def test_sharded_answers_equal_single_engine(engines: tuple[ShardedEngine, Engine], writes: list[tuple[str, Any]],
+                                             requests: list[tuple[dict[str, Any], dict[str, Any]]],
+                                             bad: dict[str, Any]) -> None:
+    sharded, single = engines
+    collection = f"c{next(_names)}"
+    writes = [("add", writes[0][1])] + writes[1:] if writes[0][0] == "add" else [("add", [{"id": 0, "kind": "a"}])] + writes
+    for write in writes:
+        assert _apply(sharded, collection, write) == _apply(single, collection, write)
+    for request, grouping in requests:
+        body = {"collection": collection, **request, **grouping}
+        _same(sharded.search(body), single.search(body))
+    body = {"collection": collection, **bad}
+    try:
+        mine: Any = sharded.search(body)
+    except SearchError as error:
+        mine = error.to_dict()
+    try:
+        theirs: Any = single.search(body)
+    except SearchError as error:
+        theirs = error.to_dict()
+    if "status" in mine or "status" in theirs:
+        assert mine == theirs
+    else:
+        _same(mine, theirs)
+    with pytest.raises(SearchError) as missing:
+        sharded.search({"collection": f"{collection}-none"})
+    assert missing.value.status == 404
