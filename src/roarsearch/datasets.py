@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m roarsearch.datasets movies|places > FILE.jsonl", file=sys.stderr)
         return 2
     try:
-        for record in names[chosen[0]]():
+        for record in names[chosen[0]]():  # type: ignore[operator]
             sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
     except BrokenPipeError:  # `| head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -31,10 +31,16 @@ LAYERS: dict[str, float] = {
 }
 
 
+#: Modules that belong to another part: ``demo.py`` is the CLI's ``demo`` command (still to be moved
+#: into ``cli/``; until then the two import each other as one part).
+SAME_PART = {"demo": "cli"}
+
+
 def _part(module: str) -> str:
     """``roarsearch.index.cache`` → ``index``; ``roarsearch`` (the public API) → ``__init__``."""
     pieces = module.split(".")
-    return pieces[1] if len(pieces) > 1 else "__init__"
+    part = pieces[1] if len(pieces) > 1 else "__init__"
+    return SAME_PART.get(part, part)
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -61,6 +67,7 @@ MODULES = sorted(SOURCE.rglob("*.py"))
 def test_imports_flow_one_way(path: Path) -> None:
     relative = path.relative_to(SOURCE)
     own = relative.parts[0].removesuffix(".py")
+    own = SAME_PART.get(own, own)
     assert own in LAYERS, f"{relative}: add its folder to LAYERS and to docs/architecture.md"
     for line, module in _imports(path):
         target = _part(module)

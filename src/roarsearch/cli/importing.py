@@ -39,7 +39,7 @@ JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
 MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz"}
 COMPRESSED_EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz"}
 OPENERS: dict[str, Callable[[IO[bytes]], IO[bytes]]] = {
-    "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),  # type: ignore[dict-item, return-value]
     "bz2": lambda raw: bz2.BZ2File(raw, mode="rb"),
     "xz": lambda raw: lzma.LZMAFile(raw, mode="rb"),
 }
@@ -88,7 +88,7 @@ def open_input(path: str, kind: str) -> Iterator[InputFile]:
         size = os.fstat(raw.fileno()).st_size
         binary: IO[bytes] = OPENERS[compression](raw) if compression else raw
         # CSV reads its own line ends (quoted cells may hold them); JSON takes any line end.
-        text = io.TextIOWrapper(binary, encoding="utf-8-sig", newline="" if kind == "csv" else None)  # type: ignore[arg-type]
+        text = io.TextIOWrapper(binary, encoding="utf-8-sig", newline="" if kind == "csv" else None)
         try:
             yield InputFile(text, raw, size, compression)
         finally:

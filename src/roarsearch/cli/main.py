@@ -373,7 +373,7 @@ def _progress(collection: str, total_bytes: int) -> Iterator[Any]:
     try:
         from tqdm import tqdm
     except ImportError:  # the server extra brings tqdm; without it, no bar
-        tqdm = None
+        tqdm = None  # type: ignore[misc, assignment]
     if tqdm is None or not sys.stderr.isatty():
         yield lambda _done, _records: None
         return

@@ -139,7 +139,7 @@ class ShardedEngine:
             try:
                 try:
                     ray.kill(dead, no_restart=True)
-                except Exception:  # noqa: BLE001 - already gone
+                except Exception:
                     pass
                 actor = self._start(shard)
                 results = ray.get(actor.recover.remote(sorted(self._coordinator.committed)), timeout=CALL_TIMEOUT)
@@ -157,7 +157,7 @@ class ShardedEngine:
     def _restart_quietly(self, shard: int, dead: Any) -> None:
         try:
             self._restart(shard, dead)
-        except Exception:  # noqa: BLE001 - the next failing call schedules another attempt
+        except Exception:
             pass
 
     def _check_available(self) -> None:
@@ -211,24 +211,28 @@ class ShardedEngine:
                 try:
                     ray.get(actor.close.remote(), timeout=CALL_TIMEOUT)
                     ray.kill(actor, no_restart=True)
-                except Exception:  # noqa: BLE001 - a dead shard recovers on the next open
+                except Exception:
                     pass
         finally:
             self._coordinator.close()
             if self._started_ray:
                 ray.shutdown()
 
-    def __enter__(self) -> "ShardedEngine":
+    def __enter__(self) -> ShardedEngine:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.close()
 
-    def collections(self) -> list[str]:
+    def collection_names(self) -> list[str]:
         with self._rw.reading():
             parts = self._call_all(lambda actor: actor.collections.remote())
         return sorted({name for names in parts.values() for name in names})
+
+    def collections(self) -> list[str]:
+        """Names of the collections (the single engine's record counts are not merged yet)."""
+        return self.collection_names()
 
     def check(self) -> dict[str, Any]:
         """Every shard's check, merged: ``collections`` name ``shard-K/collection``."""
@@ -269,7 +273,7 @@ class ShardedEngine:
                 probe.delete_records(collection, ids=ids, filter=filter, clear=clear)
         except NotFoundError:
             pass
-        if collection not in self.collections():
+        if collection not in self.collection_names():
             raise NotFoundError(f"collection '{collection}' not found", field="collection")
         if ids is not None:
             checked = [check_record_id(record_id, f"ids[{position}]") for position, record_id in enumerate(ids)]
@@ -288,7 +292,7 @@ class ShardedEngine:
         else:
             assert filter is not None
             request = SearchRequest(collection, filter=filter, filter_tree=parse_filter(filter))
-            payloads = {shard: {"op": "delete_filter", "request": request} for shard in range(self.shards)}
+            payloads = {shard: {"op": "delete_filter", "request": request} for shard in range(self.shards)}  # type: ignore[dict-item]
         deleted = self._write(collection, payloads, [])
         return [{"status": 200, "deleted": sum(int(count or 0) for count in deleted.values())}]
 
@@ -297,7 +301,7 @@ class ShardedEngine:
         with self._write_lock:
             tx = uuid.uuid4().hex
             try:
-                self._gather({shard: (lambda actor, payload=payload: actor.prepare.remote(tx, collection, payload))
+                self._gather({shard: (lambda actor, payload=payload: actor.prepare.remote(tx, collection, payload))  # type: ignore[misc]
                               for shard, payload in payloads.items()})
             except BaseException as error:
                 self._abort(tx, list(payloads))
@@ -327,7 +331,7 @@ class ShardedEngine:
         for shard in shards:
             try:
                 ray.get(self._actors[shard].abort.remote(tx), timeout=CALL_TIMEOUT)
-            except Exception:  # noqa: BLE001 - a dead shard discards it when it recovers
+            except Exception:
                 pass
 
     # ------------------------------------------------------------------ search

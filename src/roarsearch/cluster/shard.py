@@ -116,7 +116,7 @@ class ShardActor:
         self.engine.close()
 
     def collections(self) -> list[str]:
-        return self.engine.collections()
+        return [entry["collection"] for entry in self.engine.collections()]
 
     def check(self) -> dict[str, Any]:
         return self.engine.check()
@@ -235,6 +235,7 @@ class ShardActor:
             return {"exists": False, "kept": 0, "values": []}
         with target.lock.reading():
             from roarsearch.query.context import prepare_search  # local: only this path needs it
-            kept = len(prepare_search(target.index, request, kept_words).words)
+            with_settings, settings = target._with_settings(request, {})
+            kept = len(prepare_search(target.index, with_settings, settings, kept_words).words)
             values = target.facet_values(request, facet, kept_words=kept_words)
         return {"exists": True, "kept": kept, "values": values}

@@ -11,9 +11,9 @@ from typing import Any
 
 from rapidfuzz import process
 
+from roarsearch.engine.request import SORT_KEY
 from roarsearch.errors import BadRequestError
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
-from roarsearch.engine.request import SORT_KEY
 from roarsearch.schema import type_name
 
 SETTING_KEYS = ("searchFields", "customRanking", "stopWords", "synonyms", "typoMinWordSize",
@@ -123,7 +123,7 @@ def updated_settings(current: Settings, update: Any) -> Settings:
     merged = current.to_dict()
     defaults = DEFAULT_SETTINGS.to_dict()
     for key, value in update.items():
-        merged[key] = defaults[key] if value is None else _CHECKS[key](value)
+        merged[key] = defaults[key] if value is None else _CHECKS[key](value)  # type: ignore[no-untyped-call]
     return settings_from_dict(merged)
 
 

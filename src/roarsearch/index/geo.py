@@ -33,7 +33,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import GrowableArray, array_from_bitmap, bitmap_from_array
 
@@ -119,7 +119,7 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return index
 
 
-def _bitmap(docs: np.ndarray, id_space: int) -> BitMap:
+def _bitmap(docs: np.ndarray, id_space: int) -> AbstractBitMap:
     """A bitmap of unsorted, distinct doc ids: built from a dense mask when many, a sort when few."""
     if docs.size * DENSE_RESULT_FRACTION > id_space:
         mask = np.zeros(-(-id_space // _CONTAINER) * _CONTAINER, dtype=bool)
@@ -133,10 +133,10 @@ _ARRAY_CONTAINER_MAX = 4096  # beyond this many values a container is a bitset
 _NO_RUN_COOKIE = 12346
 
 
-def _bitmap_from_mask(mask: np.ndarray) -> BitMap:
+def _bitmap_from_mask(mask: np.ndarray) -> AbstractBitMap:
     """The bitmap of a boolean mask (length a multiple of 65,536), in roaring's portable format.
 
-    Large results are where building a BitMap costs most (sorted ids copied through an
+    Large results are where building a AbstractBitMap costs most (sorted ids copied through an
     ``array.array``: ~2 ms for 200k ids); here a dense container is one ``packbits`` and the
     whole bitmap one ``deserialize``. Format: cookie 12346 and container count (uint32 each);
     per container its key and cardinality - 1 (uint16 each); per container its byte offset
@@ -239,7 +239,7 @@ class GeoColumn:
         result[known] = _haversine(lat, lng, self._lat_by_doc.data[chosen], self._lng_by_doc.data[chosen])
         return result
 
-    def within_circle(self, lat: float, lng: float, radius_m: float, universe: BitMap | None = None) -> BitMap:
+    def within_circle(self, lat: float, lng: float, radius_m: float, universe: AbstractBitMap | None = None) -> AbstractBitMap:
         """Docs whose point is at most ``radius_m`` metres (great circle) from (lat, lng).
 
         Args:
@@ -269,7 +269,7 @@ class GeoColumn:
             result &= universe
         return result
 
-    def within_polygon(self, points: list[tuple[float, float]] | np.ndarray, universe: BitMap | None = None) -> BitMap:
+    def within_polygon(self, points: list[tuple[float, float]] | np.ndarray, universe: AbstractBitMap | None = None) -> AbstractBitMap:
         """Docs whose point is inside the polygon or on its boundary.
 
         Args:
@@ -300,7 +300,7 @@ class GeoColumn:
             result &= universe
         return result
 
-    def _restrict(self, view: _SpatialView, index: np.ndarray, universe: BitMap | None) -> np.ndarray:
+    def _restrict(self, view: _SpatialView, index: np.ndarray, universe: AbstractBitMap | None) -> np.ndarray:
         """Drop the candidates outside ``universe`` (a dense mask: one lookup per candidate)."""
         if universe is None:
             return index
@@ -310,19 +310,19 @@ class GeoColumn:
         kept: np.ndarray = index[mask[view.docs[index]]]
         return kept
 
-    def _circle_check(self, docs: np.ndarray, lat: float, lng: float, radius_m: float) -> BitMap:
+    def _circle_check(self, docs: np.ndarray, lat: float, lng: float, radius_m: float) -> AbstractBitMap:
         docs = docs[docs < self._lat_by_doc.data.size]
         return bitmap_from_array(docs[_haversine(lat, lng, self._lat_by_doc.data[docs],
                                                  self._lng_by_doc.data[docs]) <= radius_m])  # NaN: False
 
-    def _polygon_check(self, docs: np.ndarray, vertices: np.ndarray) -> BitMap:
+    def _polygon_check(self, docs: np.ndarray, vertices: np.ndarray) -> AbstractBitMap:
         docs = docs[docs < self._lat_by_doc.data.size]
         lat, lng = self._lat_by_doc.data[docs], self._lng_by_doc.data[docs]
         has_point = ~np.isnan(lat)
         docs, lat, lng = docs[has_point], lat[has_point], lng[has_point]
         return bitmap_from_array(docs[points_in_polygon(lat, lng, vertices)])
 
-    def differences(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray, only: BitMap | None = None,
+    def differences(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray, only: AbstractBitMap | None = None,
                     limit: int = 10) -> list[str]:
         """For ``check()``: how this column differs from points rebuilt from the stored records.
 

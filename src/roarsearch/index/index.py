@@ -104,14 +104,14 @@ class Index:
             lambda: postings.bitmap(self.lexicon.prefix_ids(prefix).tolist()), WORD_UNION_CACHE_SIZE)
         return result
 
-    def phrase_docs(self, path: str, term_ids: tuple[int, ...]) -> BitMap:
+    def phrase_docs(self, path: str, term_ids: tuple[int, ...]) -> AbstractBitMap:
         """Docs holding the terms ``term_ids`` at consecutive positions in field ``path`` (one array
         element: elements are :data:`~roarsearch.index.writer.ELEMENT_POSITION_GAP` apart), kept until the next write."""
         postings = self.postings.get(path)
         if postings is None or not term_ids:
             return EMPTY
 
-        def build() -> BitMap:
+        def build() -> AbstractBitMap:
             assert postings is not None
             docs = postings.bitmap([term_ids[0]])
             for term in term_ids[1:]:
@@ -135,7 +135,7 @@ class Index:
             assert starts is not None
             return BitMap(np.unique(starts >> 32).astype(np.uint32).tolist())
 
-        result: BitMap = self.cache.get_or_build("phrase_docs", (path, term_ids), self.generation, build,
+        result: AbstractBitMap = self.cache.get_or_build("phrase_docs", (path, term_ids), self.generation, build,
                                                  WORD_UNION_CACHE_SIZE)
         return result
 
@@ -198,7 +198,7 @@ class Index:
     def known_fields(self) -> Collection[str]:
         return self.columns.keys()
 
-    def _ids(self) -> "_IdColumns":
+    def _ids(self) -> _IdColumns:
         found: _IdColumns = self.cache.get_or_build("id_columns", None, self.generation,
                                                     lambda: _IdColumns(self.docs), 1)
         return found

@@ -97,7 +97,7 @@ def synonym_phrases(words: list[str], settings: Settings) -> list[list[tuple[str
     return found
 
 
-def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int,
+def plan_words(lexicon: LexiconLike, query: str, typo_tolerance: int,
                cache: IndexCache | None = None, settings: Settings = DEFAULT_SETTINGS) -> list[WordPlan]:
     """Expand every word of ``query``; the last word also matches as a prefix, unless the query
     ends with a space (the user has finished typing it).
@@ -127,7 +127,7 @@ def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int,
             variants = _expand(lexicon, word, budget, is_prefix)
         else:
             variants = cache.get_or_build("expansions", (word, budget, is_prefix), len(lexicon),
-                                          lambda: _expand(lexicon, word, budget, is_prefix), EXPANSION_CACHE_SIZE)
+                                          lambda: _expand(lexicon, word, budget, is_prefix), EXPANSION_CACHE_SIZE)  # noqa: B023 - called at once
         phrases: list[tuple[int, ...]] = []
         for phrase in synonyms[position]:
             ids = [lexicon.id_of(part) for part in phrase]
@@ -141,7 +141,7 @@ def plan_words(lexicon: "LexiconLike", query: str, typo_tolerance: int,
 EXPANSION_CACHE_SIZE = 4096
 
 
-def _expand(lexicon: "LexiconLike", word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...]:
+def _expand(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...]:
     """Every term ``word`` may match within ``budget`` typos, with its cost."""
     best: dict[int, tuple[int, bool]] = {}
     exact_id = lexicon.id_of(word)

@@ -165,7 +165,8 @@ class RelevanceRules:
                 pair_docs, pair_best = distance
                 slots = np.searchsorted(docs, pair_docs)
                 np.minimum.at(best[pair], slots, pair_best)
-        return best.sum(axis=0)
+        costs: np.ndarray = best.sum(axis=0)
+        return costs
 
     def all_costs(self, candidates: AbstractBitMap) -> tuple[np.ndarray, np.ndarray]:
         """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
@@ -226,7 +227,8 @@ def order_by_id(docstore: DocStore, bucket: AbstractBitMap, start: int, stop: in
         top = top[np.argsort(keys[top], kind="stable")]
     else:
         top = np.argsort(keys, kind="stable")
-    return docs[top[start:stop]].tolist()
+    ordered: list[int] = docs[top[start:stop]].tolist()
+    return ordered
 
 
 #: Orders docs ``start:stop`` of a last-rule bucket (default: :func:`order_by_id`).

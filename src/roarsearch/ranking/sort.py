@@ -105,11 +105,11 @@ def _id_column(index: Index, docs: np.ndarray) -> np.ndarray:
     return id_rank[docs] if id_rank is not None else docs.astype(np.int64)
 
 
-def order_by_keys(index: Index, keys: tuple[SortKey, ...]) -> Callable[[DocStore, BitMap, int, int], list[int]]:
+def order_by_keys(index: Index, keys: tuple[SortKey, ...]) -> Callable[[DocStore, AbstractBitMap, int, int], list[int]]:
     """A bucket orderer for :func:`~roarsearch.ranking.bucket_sort.bucket_sort`: docs ``start:stop``
     of a bucket by ``keys`` (the settings' ``customRanking``), then record id ascending."""
 
-    def order(docstore: DocStore, bucket: BitMap, start: int, stop: int) -> list[int]:
+    def order(docstore: DocStore, bucket: AbstractBitMap, start: int, stop: int) -> list[int]:
         if start >= stop:
             return []
         docs = array_from_bitmap(bucket)
