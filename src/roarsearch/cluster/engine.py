@@ -50,7 +50,7 @@ try:
     import ray
     from ray.exceptions import RayActorError, RayTaskError
 except ImportError:  # pragma: no cover - the cluster extra is not installed
-    ray = None
+    ray = None  # type: ignore[assignment, unused-ignore]
 
 #: Facet values and groups asked of each shard: all of them (a shard's local top-k is not enough).
 EVERYTHING = 2**31 - 1
@@ -126,7 +126,7 @@ class ShardedEngine:
     def _start(self, shard: int) -> Any:
         path = self._coordinator.shard_path(shard)
         actor = self._remote.options(num_cpus=0, max_concurrency=8, max_restarts=0).remote(path, shard)
-        ray.get(actor.ping.remote(), timeout=CALL_TIMEOUT)
+        ray.get(actor.ping.remote(), timeout=CALL_TIMEOUT)  # type: ignore[attr-defined, unused-ignore]
         return actor
 
     def _restart(self, shard: int, dead: Any) -> None:
