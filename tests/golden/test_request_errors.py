@@ -68,7 +68,7 @@ SEARCH_ERRORS: list[tuple[Any, str]] = [
     ({"collection": "people", "groupBy": 3}, "groupBy: must be a field name string, got number"),
     ({"collection": "people", "groupCount": -2}, "groupCount: must be at least -1, got -2"),
     ({"collection": "people", "groupLimit": 0}, "groupLimit: must be between 1 and 1000, got 0"),
-    ({"collection": "people", "geo": {"lat": 1}}, "geo: geographic search is not implemented"),
+    ({"collection": "people", "geo": {"lat": 1}}, "geo.lat: unknown field; expected 'around' or 'polygon'"),
     ({"collection": "people", "textFacetQuery": {"query": "a"}},
      "textFacetQuery: is only used by the facet value search route "
      "(POST /v2/collections/{collectionId}/facet/{facetName}/query)"),

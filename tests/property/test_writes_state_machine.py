@@ -42,8 +42,19 @@ RECORD = st.fixed_dictionaries(
         "cat": st.one_of(st.sampled_from(CATS), st.lists(st.sampled_from(CATS), min_size=1, max_size=3)),
         "num": st.one_of(st.integers(0, 6), st.lists(st.integers(0, 6), min_size=1, max_size=3)),
         "flag": st.booleans(),
+        "_geo": st.sampled_from([{"lat": 48.8566, "lng": 2.3522}, {"lat": 48.8049, "lng": 2.1204},
+                                 {"lat": 51.5074, "lng": -0.1278}, None]),
     },
 )
+
+#: ``geo`` parts of requests with the ids of the points (above) they keep.
+GEOS: list[tuple[Any, Any]] = [
+    (None, lambda r: True),
+    ({"around": {"lat": 48.85, "lng": 2.35, "radius": 30_000}},
+     lambda r: bool(r.get("_geo")) and r["_geo"]["lat"] < 50),
+    ({"polygon": [{"lat": 51, "lng": -1}, {"lat": 52, "lng": -1}, {"lat": 52, "lng": 1}, {"lat": 51, "lng": 1}]},
+     lambda r: bool(r.get("_geo")) and r["_geo"]["lat"] > 50),
+]
 
 #: Filter expressions with their meaning on a raw record.
 FILTERS: list[tuple[str, Any]] = [
@@ -76,6 +87,7 @@ REQUEST = st.fixed_dictionaries({
     "groupBy": st.sampled_from([None, None, "kind"]),
     "groupLimit": st.integers(1, 3),
     "facetQuery": st.sampled_from([None, "", "r", "gren", "bl"]),
+    "geo": st.sampled_from(range(len(GEOS))),
 })
 
 
@@ -96,7 +108,9 @@ def model_answer(model: ReferenceModel, request: dict[str, Any]) -> dict[str, An
 
     def matching(leave_out: str | None, kept: int | None = None) -> list[Any]:
         """Ids matching the words (``kept`` of them: no further dropping), filter and facet filters."""
-        universe = {rid for rid, r in records.items() if passes_filter(r) and passes_facet_filters(r, request, leave_out)}
+        in_area = GEOS[request["geo"]][1]
+        universe = {rid for rid, r in records.items()
+                    if passes_filter(r) and passes_facet_filters(r, request, leave_out) and in_area(r)}
         query = request["query"]
         words = analyze(query)
         if kept is not None and kept < len(words):
@@ -147,7 +161,8 @@ def model_answer(model: ReferenceModel, request: dict[str, Any]) -> dict[str, An
 
 
 def engine_answer(engine: Engine, request: dict[str, Any]) -> dict[str, Any]:
-    body = {key: value for key, value in request.items() if key not in ("filter", "facetQuery")}
+    body = {key: value for key, value in request.items() if key not in ("filter", "facetQuery", "geo")}
+    body["geo"] = GEOS[request["geo"]][0]
     body["collection"] = "c"
     body["filter"] = FILTERS[request["filter"]][0]
     body["groupCount"] = request["count"]
@@ -277,7 +292,7 @@ def test_concurrent_searches_see_whole_batches() -> None:
     request = {"query": "star", "filter": 1, "typoTolerance": 1, "sort": [], "skip": 0, "count": 5,
                "textFacets": ["cat", "num"], "facetCount": 5, "textFacetFilters": {"cat": ["red"]},
                "numericFacets": {"num": INTERVALS}, "numericFacetFilters": {}, "groupBy": None,
-               "groupLimit": 1, "facetQuery": None}
+               "groupLimit": 1, "facetQuery": None, "geo": 0}
     model = ReferenceModel()
     allowed = [model_answer(model, request)]
     for operation, payload in batches:

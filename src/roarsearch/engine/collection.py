@@ -21,10 +21,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from roarsearch.errors import NotFoundError, StorageError
 from roarsearch.facets.counts import numeric_facets, text_facets
 from roarsearch.facets.groups import group_results
 from roarsearch.facets.value_search import search_facet_values
+from roarsearch.index.geo import whole_metres
 from roarsearch.index.index import Index
 from roarsearch.index.state import index_to_state
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
@@ -222,6 +225,12 @@ class Collection:
         record = self.index.docs.record(doc)
         shown = record if "*" in request.fields else project(record, list(request.fields))
         shown["_rank"] = rank
+        if request.geo is not None and request.geo.around is not None:
+            # Contract §9: every result carries its distance from ``around`` in whole metres.
+            distance = self.index.geo.distances(np.asarray([doc]), request.geo.around.lat, request.geo.around.lng)
+            (metres,) = whole_metres(distance)
+            if metres is not None:
+                shown["_geoDistance"] = metres
         if highlighter is not None:
             shown["_highlights"] = highlighter.highlights(record, request.highlight_fields)
         return shown

@@ -16,6 +16,7 @@ from rapidfuzz import process
 
 from roarsearch.errors import BadRequestError
 from roarsearch.query.filter_parser import parse_filter
+from roarsearch.query.geo import check_distance_uses, parse_geo
 from roarsearch.query.intervals import Interval, parse_interval
 from roarsearch.query.request import SearchRequest, SortKey
 from roarsearch.schema import check_strings, type_name
@@ -192,8 +193,7 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
     if "collection" not in body or body["collection"] is None:
         raise BadRequestError("collection: is required", field="collection")
     collection = check_collection_id(merged["collection"])
-    if not _is_empty(merged["geo"]):
-        raise BadRequestError("geo: geographic search is not implemented", field="geo")
+    geo = parse_geo(merged["geo"])
     facet_query: str | None = None
     facet_query_count = 100
     text_facet_query = merged["textFacetQuery"]
@@ -220,6 +220,9 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
     if group_by is not None and (not isinstance(group_by, str)):
         raise BadRequestError(f"groupBy: must be a field name string, got {type_name(group_by)}", field="groupBy")
     filter_text = _string(merged, "filter")  # the filter parser applies its own 16 KiB limit
+    sort = _sort_keys(merged)
+    numeric_facets = _interval_lists(merged, "numericFacets")
+    check_distance_uses(geo, [key.field for key in sort], numeric_facets)
     return SearchRequest(
         collection=collection,
         query=_string(merged, "query", MAX_QUERY_LENGTH),
@@ -227,14 +230,14 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         fields=_string_list(merged, "fields") or ("*",),
         filter=filter_text,
         filter_tree=parse_filter(filter_text) if filter_text.strip() else None,
-        sort=_sort_keys(merged),
+        sort=sort,
         skip=_integer(merged, "skip", 0, MAX_SKIP),
         count=_integer(merged, "count", 0, MAX_COUNT),
         typo_tolerance=_integer(merged, "typoTolerance", 0, 2),
         text_facets=_string_list(merged, "textFacets"),
         facet_count=_integer(merged, "facetCount", 0, MAX_FACET_COUNT),
         text_facet_filters=_facet_filters(merged),
-        numeric_facets=_interval_lists(merged, "numericFacets"),
+        numeric_facets=numeric_facets,
         numeric_facet_filters=_interval_lists(merged, "numericFacetFilters"),
         group_by=group_by or None,
         group_count=_integer(merged, "groupCount", -1, None),
@@ -242,4 +245,5 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         highlight_fields=_string_list(merged, "highlightFields"),
         facet_query=facet_query,
         facet_query_count=facet_query_count,
+        geo=geo,
     )

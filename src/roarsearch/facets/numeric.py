@@ -49,26 +49,34 @@ def _candidate_values(columns: FieldColumns, candidates: AbstractBitMap, masks: 
 def numeric_facet(field: str, columns: FieldColumns | None, candidates: AbstractBitMap,
                   intervals: list[Interval] | tuple[Interval, ...], masks: DocMasks | None = None) -> dict[str, Any]:
     """Stats and range counts of ``field`` over the candidates."""
-    stats: dict[str, Any] = {"min": None, "max": None, "avg": None, "count": 0}
-    ranges = [{"range": interval.text, "count": 0} for interval in intervals]
     if columns is not None and columns.numeric is not None and candidates:
         values, docs = _candidate_values(columns, candidates, masks)
-        if values.size:
+        return facet_of_values(field, values, docs, intervals)
+    return facet_of_values(field, np.empty(0), None, intervals)
 
-            def records(inside: np.ndarray | None) -> int:
-                if docs is None:  # one value per record
-                    return int(values.size if inside is None else np.count_nonzero(inside))
-                return int(np.unique(docs if inside is None else docs[inside]).size)
 
-            stats = {
-                "min": plain_number(float(values.min())),
-                "max": plain_number(float(values.max())),
-                "avg": float(values.mean()),
-                "count": records(None),
-            }
-            for entry, interval in zip(ranges, intervals):
-                entry["count"] = records(interval.contains(values))
+def facet_of_values(field: str, values: np.ndarray, docs: np.ndarray | None,
+                    intervals: list[Interval] | tuple[Interval, ...]) -> dict[str, Any]:
+    """Stats and range counts of ``values`` (one per record when ``docs`` is None, else the
+    records each belongs to): the response entry of a numeric facet, also for ``_geoDistance``."""
+    stats: dict[str, Any] = {"min": None, "max": None, "avg": None, "count": 0}
+    ranges = [{"range": interval.text, "count": 0} for interval in intervals]
+    if values.size:
+
+        def records(inside: np.ndarray | None) -> int:
+            if docs is None:  # one value per record
+                return int(values.size if inside is None else np.count_nonzero(inside))
+            return int(np.unique(docs if inside is None else docs[inside]).size)
+
+        stats = {
+            "min": plain_number(float(values.min())),
+            "max": plain_number(float(values.max())),
+            "avg": float(values.mean()),
+            "count": records(None),
+        }
+        for entry, interval in zip(ranges, intervals):
+            entry["count"] = records(interval.contains(values))
     return {"field": field, "stats": stats, "ranges": ranges}
 
 
-__all__ = ["Interval", "docs_in_intervals", "interval_docs", "numeric_facet", "parse_interval"]
+__all__ = ["Interval", "docs_in_intervals", "facet_of_values", "interval_docs", "numeric_facet", "parse_interval"]

@@ -26,6 +26,7 @@ from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, union_all
 from roarsearch.index.cache import IndexCache
 from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns, NumericColumn, ValueColumn
 from roarsearch.index.docstore import DocStore, RecordId
+from roarsearch.index.geo import GeoColumn
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
 
@@ -41,6 +42,8 @@ class Index:
         self.lexicon = Lexicon()
         self.postings: dict[str, FieldPostings] = {}
         self.columns: dict[str, FieldColumns] = {}
+        #: Records' ``_geo`` points by doc id (contract §9).
+        self.geo = GeoColumn()
         #: Fields that ever held a string, in order of first appearance (record by record): ``*``.
         self._text_fields: list[str] = []
         #: Advanced by every write; entries of ``cache`` made before it are never returned.

@@ -17,8 +17,11 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import array_from_bitmap
+from roarsearch.index.geo import extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
+from roarsearch.index.state import valid_point
+from roarsearch.schema import GEO_FIELD
 
 #: Differences listed per collection before the report says there are more.
 MAX_PROBLEMS = 100
@@ -45,7 +48,7 @@ def compare_indexes(loaded: Index, rebuilt: Index) -> list[str]:
     loaded_ids = _record_ids(loaded, loaded.alive)
     if loaded_ids != _record_ids(rebuilt, rebuilt.alive):
         problems.append("records: the live record ids differ between the index and the stored records")
-    for check in (_compare_postings, _compare_positions, _compare_columns, _compare_lexicon):
+    for check in (_compare_postings, _compare_positions, _compare_columns, _compare_lexicon, _compare_geo):
         check(loaded, rebuilt, problems)
         if problems.full():
             return problems[:MAX_PROBLEMS] + ["... (more differences not listed)"]
@@ -182,3 +185,12 @@ def _key_pairs(state: dict[str, Any], name: str) -> np.ndarray:
     ids = np.frombuffer(state[f"{name}_ids"], dtype=np.uint32).astype(np.int64)
     order = np.lexsort((ids, keys))
     return np.stack((keys[order], ids[order]))
+
+
+def _compare_geo(loaded: Index, rebuilt: Index, problems: _Problems) -> None:
+    """The ``_geo`` points of the live docs against those their stored records hold."""
+    alive = array_from_bitmap(loaded.alive)
+    records = [loaded.docs.record(doc) for doc in alive.tolist()]
+    positions, lat, lng = extract_points([record if valid_point(record.get(GEO_FIELD)) else {} for record in records])
+    problems.extend(
+        loaded.geo.differences(alive[positions], lat, lng, only=loaded.alive))

@@ -15,12 +15,15 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap, FrozenBitMap
 
-from roarsearch.index.bitmaps import bitmap_from_array
+from roarsearch.errors import BadRequestError
+from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.columns import FieldColumns, NumericColumn, ValueColumn
 from roarsearch.index.docstore import id_sort_key
+from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
+from roarsearch.schema import GEO_FIELD, check_geo_point
 
 INDEX_STATE_VERSION = 1
 
@@ -82,6 +85,7 @@ def index_to_state(index: Index) -> dict[str, Any]:
         "value_fields": sorted(index.value_fields),
         "postings": postings_state,
         "columns": columns_state,
+        "geo": index.geo.to_state(),
     }
 
 
@@ -138,6 +142,25 @@ def index_from_state(state: dict[str, Any]) -> Index:
             values.docs = bitmap_from_array(docs)
             columns.values = values
         index.columns[path] = columns
+    if "geo" in state:
+        index.geo = GeoColumn.from_state(state["geo"])
+    else:  # snapshots from before geo search: the points are in the stored records
+        # (records written then were not checked as points: only valid ones count).
+        alive = array_from_bitmap(index.alive)
+        records = [docstore.record(doc) for doc in alive.tolist()]
+        positions, lat, lng = extract_points([record if valid_point(record.get(GEO_FIELD)) else {} for record in records])
+        index.geo.add(alive[positions], lat, lng)
     return index
 
 
+
+
+def valid_point(value: Any) -> bool:
+    """Whether a stored ``_geo`` is a point (records written before geo search were not checked)."""
+    if value is None:
+        return False
+    try:
+        check_geo_point(value, GEO_FIELD)
+    except BadRequestError:
+        return False
+    return True

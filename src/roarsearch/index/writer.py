@@ -20,6 +20,7 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 from roarsearch.analysis.analyzer import analyze_batch
 from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns
 from roarsearch.index.docstore import RecordId
+from roarsearch.index.geo import extract_points
 from roarsearch.index.postings import FieldPostings
 from roarsearch.schema import iter_leaves
 
@@ -137,6 +138,8 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
 def add_records(index: Index, records: list[dict[str, Any]]) -> None:
     """Insert or replace validated records (the last of repeated ids wins)."""
     new_docs, _replaced = index.docs.add(records)
+    positions, lat, lng = extract_points(records)
+    index.geo.add(new_docs[positions], lat, lng)
     by_field: dict[str, _BatchFields] = {}
     first_texts: list[str] = []
     value_fields = index.value_fields

@@ -77,7 +77,7 @@ def prepare_search(index: Index, request: SearchRequest, settings: Settings = DE
     words = plan_words(index.lexicon, request.query, request.typo_tolerance, index.cache, settings)
     matcher = WordMatcher(index, fields, frozenset(settings.typo_disabled_fields))
     per_word = [matcher.docs(word, word.max_typos) for word in words]
-    universe = index.alive
+    universe = _geo_universe(index, request)
     kept = len(words) if kept_words is None else max(min(kept_words, len(words)), min(1, len(words)))
     while True:
         word_docs = universe
@@ -91,6 +91,23 @@ def prepare_search(index: Index, request: SearchRequest, settings: Settings = DE
         kept -= 1  # contract §3: drop words from the end while nothing matches (never the first)
     return SearchContext(index, request, fields, matcher, words[:kept], word_docs, facet_filters, candidates,
                          settings=settings)
+
+
+def _geo_universe(index: Index, request: SearchRequest) -> AbstractBitMap:
+    """Alive docs inside the request's geo circle and polygon (all alive docs without a geo filter).
+
+    Geo is a filter like any other (contract §9), applied first: word dropping only counts the
+    records inside. The geo column answers from the docs near the area, not from the collection.
+    """
+    universe: AbstractBitMap = index.alive
+    geo = request.geo
+    if geo is None:
+        return universe
+    if geo.around is not None and geo.around.radius is not None:
+        universe = index.geo.within_circle(geo.around.lat, geo.around.lng, geo.around.radius, universe) & universe
+    if geo.polygon is not None:
+        universe = index.geo.within_polygon(list(geo.polygon), universe) & universe
+    return universe
 
 
 def _narrow(index: Index, request: SearchRequest, facet_filters: dict[str, AbstractBitMap], docs: AbstractBitMap) -> AbstractBitMap:

@@ -15,10 +15,11 @@ from rapidfuzz import process
 
 from roarsearch.index.index import Index
 from roarsearch.query.ast import fields_of
+from roarsearch.query.geo import GEO_DISTANCE_FIELD
 from roarsearch.query.request import SearchRequest
 
 #: Names that are not record fields in the places they may appear.
-SPECIAL = {"*", "_rank", "id"}
+SPECIAL = {"*", "_rank", "id", GEO_DISTANCE_FIELD}
 
 
 def held_fields(index: Index) -> frozenset[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roarsearch.query.ast import FilterNode
+from roarsearch.query.geo import GeoQuery
 from roarsearch.query.intervals import Interval
 
 
@@ -48,3 +49,4 @@ class SearchRequest:
     highlight_fields: tuple[str, ...] = ()
     facet_query: str | None = None
     facet_query_count: int = 100
+    geo: GeoQuery | None = None

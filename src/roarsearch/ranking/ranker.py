@@ -24,6 +24,9 @@ class Ranker:
         self._relevance = RelevanceRules(context.matcher, context.words)
         #: The settings' customRanking: applied after the relevance rules, before record id.
         self._custom = context.settings.custom_keys
+        around = context.request.geo.around if context.request.geo is not None else None
+        #: The point ``_geoDistance`` is measured from (``geo.around``), for sorting by distance.
+        self._origin = None if around is None else (around.lat, around.lng)
         #: ``_rank`` of every doc placed so far by this ranker.
         self.ranks: dict[int, float] = {}
 
@@ -31,7 +34,7 @@ class Ranker:
         """Docs ``skip:skip+count`` of ``docs`` in order, with their ``_rank``."""
         if self._sort:
             sorted_page = sort_page(self._index, docs, self._sort, self._relevance if self._ranked else None, skip, count,
-                                    self._custom)
+                                    self._custom, self._origin)
             placed = [(doc, 1.0 - cost / float(1 << 32)) for doc, cost in sorted_page]
         else:
             if self._custom:

@@ -23,6 +23,7 @@ from pyroaring import AbstractBitMap
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.docstore import DocStore
 from roarsearch.index.index import Index
+from roarsearch.query.geo import GEO_DISTANCE_FIELD
 from roarsearch.query.request import SortKey
 from roarsearch.ranking.bucket_sort import RelevanceRules
 
@@ -30,11 +31,20 @@ RANK_KEY = "_rank"
 _MISSING = 2.0
 
 
-def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool) -> tuple[np.ndarray, np.ndarray]:
+def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool,
+                origin: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(class, value) per doc, both ascending-is-better: class 0/1 = number/string (swapped when
     descending), 2 = missing; value negated when descending."""
     kind = np.full(docs.size, _MISSING)
     value = np.zeros(docs.size)
+    if field == GEO_DISTANCE_FIELD and origin is not None:
+        # Exact distances (not the rounded metres shown), so ties in whole metres keep their order;
+        # records without a point come last both ways.
+        distance = index.geo.distances(docs, origin[0], origin[1])
+        missing = np.isnan(distance)
+        kind[~missing] = 0.0
+        value[~missing] = -distance[~missing] if descending else distance[~missing]
+        return kind, value
     if field == "id":  # every record has one; id order puts integers before strings, as sorts do
         id_rank = index.docs.id_rank()
         ranks = (id_rank[docs] if id_rank is not None else docs).astype(np.float64)
@@ -132,6 +142,7 @@ def sort_page(
     skip: int,
     count: int,
     tie_keys: tuple[SortKey, ...] = (),
+    origin: tuple[float, float] | None = None,
 ) -> list[tuple[int, int]]:
     """Docs of page ``skip:skip+count`` in sort order, each with its packed relevance cost (0 when none)."""
     if count == 0 or skip >= len(candidates):
@@ -153,7 +164,7 @@ def sort_page(
         costs = relevance_costs(docs)
         primary: np.ndarray | None = (-costs if not first.descending else costs).astype(np.float64)
     else:
-        kind, value = _field_keys(index, first.field, docs, first.descending)
+        kind, value = _field_keys(index, first.field, docs, first.descending, origin)
         # One float that orders like (class, value): classes are spaced wider than all values.
         spread = float(np.abs(value).max()) * 2.0 + 1.0
         primary = kind * spread + value if np.isfinite(spread * 3) else None
@@ -171,13 +182,13 @@ def sort_page(
                 costs = relevance_costs(docs)
             columns.append(-costs if not key.descending else costs)
         else:
-            kind, value = _field_keys(index, key.field, docs, key.descending)
+            kind, value = _field_keys(index, key.field, docs, key.descending, origin)
             columns.extend((kind, value))
     if costs is None:
         costs = relevance_costs(docs)
     columns.append(costs)  # relevance breaks ties: lower packed cost is better
     for key in tie_keys:  # then the settings' customRanking
-        columns.extend(_field_keys(index, key.field, docs, key.descending))
+        columns.extend(_field_keys(index, key.field, docs, key.descending, origin))
     columns.append(_id_column(index, docs))
     order = np.lexsort(tuple(reversed(columns)))
     page = order[skip:wanted]
