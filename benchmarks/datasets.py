@@ -35,8 +35,8 @@ Corpora:
   ``apt-cache dumpavail`` over those lists gives one candidate per package (name, section,
   priority, architecture, maintainer, debtags, installed size, download size, dependencies),
   joined on ``Description-md5`` with the long descriptions of the ``Translation-en`` files (read
-  through ``apt-helper cat-file``, which undoes any compression): about 63,000 packages, about 560
-  characters of prose each (summary + long description). :func:`real_packages` raises
+  through ``apt-helper cat-file``, which undoes any compression): about 63,700 packages, about 420
+  characters of text each (name + summary + long description; 690 bytes per JSON line). :func:`real_packages` raises
   :class:`SourceMissing` naming the command when the lists are absent. Real records get ids 1..N
   in the order of ``sha1(name)`` — a seed-free shuffle, so the first 10,000 (the workloads' base)
   are a uniform sample of the archive, not the packages from ``0ad`` to ``g``. Copy *k* of a real

@@ -349,7 +349,10 @@ def _cell(run: dict[str, Any], kind: str, per_class: int) -> str:
     if "error" in figures:
         return "error"
     partial = "" if figures["measured"] >= per_class else f" (n={figures['measured']})"
-    cold = f" · cold {figures['cold_p50_ms']:.2f}" if "cold_p50_ms" in figures else ""
+    cold = ""
+    if "cold_p50_ms" in figures:  # entries repeated within or across classes are first-seen once only
+        cold_n = figures["cold_measured"]
+        cold = f" · cold {figures['cold_p50_ms']:.2f}" + ("" if cold_n >= per_class else f" (n={cold_n})")
     return f"{figures['p50_ms']:.2f} / {figures['p95_ms']:.2f} / {figures['p99_ms']:.2f}{partial}{cold}"
 
 
@@ -361,7 +364,8 @@ def markdown(report: dict[str, Any]) -> str:
               if source.get("at_end") != source.get("at_start") else "."),
              f"Latency cells: p50 / p95 / p99 in ms, warm, {report['per_class']} queries per class "
              f"(n=… when the {report['class_budget_s']:.0f} s class budget stopped earlier). "
-             "Cold: p50 of the entries asked for the first time in that engine's process (the warm-up pass). "
+             "Cold: p50 of the entries asked for the first time in that engine's process (the warm-up pass; "
+             "n=… when repeated entries leave fewer). "
              "Ratio: roarsearch p50 / peer p50 (below 1: roarsearch is faster), warm (cold in brackets).", ""]
     runs = report["runs"]
     for corpus, size in sorted({(run["corpus"], run["records"]) for run in runs}):
