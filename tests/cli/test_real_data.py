@@ -160,7 +160,7 @@ def test_backup_command_and_helper_leave_nothing_half_made(tmp_path: Path) -> No
     with Engine(str(data)) as engine:
         engine.add_records("c", [{"id": 1, "t": "x"}])
     made = run("backup", str(tmp_path / "bk"), "--data", str(data))
-    assert made.returncode == 0 and "1 collections: c" in made.stdout, made.stderr
+    assert made.returncode == 0 and "1 collection: c" in made.stdout, made.stderr
     assert search_json(tmp_path / "bk", "c")["totalHits"] == 1
     again = run("backup", str(tmp_path / "bk"), "--data", str(data))
     assert again.returncode == 1 and "already exists" in again.stderr

@@ -539,7 +539,8 @@ def backup(args: argparse.Namespace) -> int:
 
     source = _existing_data_directory(args.data, args.app)
     copied = backup_data_directory(source, args.target)
-    print(f"backed up {source} ({len(copied)} collections: {', '.join(copied) or 'none'}) to {args.target}")
+    collections = f"{len(copied)} collection{'' if len(copied) == 1 else 's'}" + (f": {', '.join(copied)}" if copied else "")
+    print(f"backed up {source} ({collections}) to {args.target}")
     return 0
 
 
