@@ -18,6 +18,7 @@ from typing import Any
 
 from roarsearch.analysis.normalize import fold
 from roarsearch.index.docstore import id_sort_key
+from roarsearch.query.fields import warnings_for
 from roarsearch.query.request import SearchRequest
 
 
@@ -129,7 +130,8 @@ def merge_responses(request: SearchRequest, body: dict[str, Any], shards: list[d
         "totalHits": sum(response["totalHits"] for response in responses),
         "responseTime": 0,
     }
-    warnings = merge_warnings([response.get("warnings") for response in responses])
+    held = frozenset(field for shard in shards for field in shard.get("held", ()))
+    warnings = warnings_for(held, request)
     if warnings:
         merged["warnings"] = warnings
     return merged

@@ -33,6 +33,7 @@ from roarsearch.errors import DirectoryLockedError, NotFoundError
 from roarsearch.facets.numeric import _candidate_values
 from roarsearch.index.index import Index
 from roarsearch.query.context import SearchContext, filter_docs
+from roarsearch.query.fields import held_fields
 from roarsearch.query.request import SearchRequest
 from roarsearch.ranking.ranker import Ranker
 
@@ -201,6 +202,7 @@ class ShardActor:
         def inspect(context: SearchContext, ranker: Ranker, response: dict[str, Any]) -> None:
             index = context.index
             extra["kept"] = len(context.words)
+            extra["held"] = sorted(held_fields(index))  # warnings are decided over all shards
 
             def key(result: dict[str, Any]) -> MergeKey:
                 record_id = result["id"]

@@ -58,7 +58,12 @@ def _places(request: SearchRequest, facet: str | None) -> Iterable[tuple[str, st
 
 def field_warnings(index: Index, request: SearchRequest, facet: str | None = None) -> list[str]:
     """One warning per (place, field) that no current record holds (see the module docstring)."""
-    held = held_fields(index)
+    return warnings_for(held_fields(index), request, facet)
+
+
+def warnings_for(held: frozenset[str], request: SearchRequest, facet: str | None = None) -> list[str]:
+    """The warnings of ``request`` given the fields ``held`` (a sharded collection passes the
+    union over its shards, so its warnings equal one engine's)."""
     warnings: list[str] = []
     seen: set[tuple[str, str]] = set()
     choices = sorted(held)
