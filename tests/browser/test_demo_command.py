@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from roarsearch import Engine, demo
+from roarsearch import Engine
+from roarsearch.cli import demo
 from roarsearch.datasets import load_movies
 
 MOVIES = 17_472

