@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyroaring import BitMap
 
-from roarsearch.index.bitmaps import EMPTY, union_all
+from roarsearch.index.bitmaps import union_all
 from roarsearch.index.index import Index
 from roarsearch.query.plan import WordPlan
 
@@ -65,7 +65,7 @@ class WordMatcher:
         for phrase in word.phrase_synonyms():  # a synonym match ranks like the word itself
             parts.extend(self.index.phrase_docs(name, phrase) for name in self.fields)
         parts = [part for part in parts if part]
-        return union_all(parts) if parts else EMPTY
+        return union_all(parts)
 
     def whole_docs(self, word: WordPlan) -> BitMap:
         """Docs where the word matches as a whole word — itself, a typo'd whole term within its
@@ -81,7 +81,7 @@ class WordMatcher:
         for phrase in word.phrase_synonyms():
             parts.extend(self.index.phrase_docs(name, phrase) for name in self.fields)
         parts = [part for part in parts if part]
-        result = union_all(parts) if parts else EMPTY
+        result = union_all(parts)
         self._cache[key] = result
         return result
 
