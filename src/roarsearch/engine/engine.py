@@ -34,7 +34,6 @@ from roarsearch.schema import check_record_id, validate_records
 from roarsearch.storage.fs import FileSystem
 from roarsearch.storage.store import DataDirectory
 
-
 #: Most searches in one multi-search, ids in one get, records in one page.
 MAX_MULTI_SEARCH = 100
 MAX_GET_IDS = 1000

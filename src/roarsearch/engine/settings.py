@@ -12,9 +12,9 @@ from typing import Any
 
 from rapidfuzz import process
 
+from roarsearch.engine.request import SORT_KEY
 from roarsearch.errors import BadRequestError
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
-from roarsearch.engine.request import SORT_KEY
 from roarsearch.schema import type_name
 
 SETTING_KEYS = ("searchFields", "customRanking", "stopWords", "synonyms", "typoMinWordSize",
