@@ -192,14 +192,20 @@ class ReferenceModel:
             exact_fields = [fields.index(name) for word in hits for name, found in word.items() if any(t == 0 for _, t in found)]
             any_fields = [fields.index(name) for word in hits for name in word]
             attribute = 0 if len(fields) < 2 else (min(exact_fields) if exact_fields else len(fields) + min(any_fields))
+            # Exactness: 0 when every word occurs as itself (or a synonym); 1 when every word
+            # occurs whole (itself, a synonym, or a whole token within its typo allowance in that
+            # field); 2 when some word occurs only as the start of a longer token.
             exact = 0
             for index, word in enumerate(words[:kept]):
                 singles = {phrase[0] for phrase in synonyms[index] if len(phrase) == 1}
-                if not any(token == word or token in singles
-                           for tokens in analysed[record_id].values() for token, _ in tokens) and not any(
-                        phrase_starts(tokens, phrase) for tokens in analysed[record_id].values()
-                        for phrase in synonyms[index] if len(phrase) > 1):
-                    exact = 1
+                phrase_hit = any(phrase_starts(tokens, phrase) for tokens in analysed[record_id].values()
+                                 for phrase in synonyms[index] if len(phrase) > 1)
+                if phrase_hit or any(token == word or token in singles
+                                     for tokens in analysed[record_id].values() for token, _ in tokens):
+                    continue
+                whole = any(OSA.distance(word, token) <= (0 if name in no_typo_fields else budgets[index])
+                            for name, tokens in analysed[record_id].items() for token, _ in tokens)
+                exact = max(exact, 1 if whole else 2)
             record = self.records[record_id]
             keyed.append((sort_key(record, sort or []), (typo, proximity, attribute, exact), sort_key(record, custom),
                           id_key(record_id), record_id))

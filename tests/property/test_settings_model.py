@@ -112,3 +112,31 @@ def test_browse_lists_records_in_custom_ranking_order(records: list[dict[str, An
         response = engine.search({"collection": "c", "skip": skip, "count": 5})
         total, ids = model.search("", skip=skip, count=5, settings=wire)
         assert (response["totalHits"], [r["id"] for r in response["results"]]) == (total, ids)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), ranking=st.sampled_from([["-population"], ["population", "-rating"],
+                                                             ["rating:desc", "name"]]))
+def test_custom_ranking_top_k_on_large_buckets(seed: int, ranking: list[str]) -> None:
+    """Buckets much larger than the page take the top-k path; the order must not change."""
+    import random
+
+    rng = random.Random(seed)
+    records: list[dict[str, Any]] = []
+    for record_id in rng.sample(range(1000), 300):
+        record: dict[str, Any] = {"id": record_id, "name": rng.choice(["park", "parks", "paris", "new york", "nyc park"])}
+        if rng.random() < 0.8:
+            record["population"] = rng.choice([rng.randint(0, 20), "many", "few", [3, rng.randint(0, 40)]])
+        if rng.random() < 0.7:
+            record["rating"] = rng.randint(0, 3)
+        records.append(record)
+    engine, model = Engine(), ReferenceModel()
+    engine.add_records("c", records)
+    model.add(records)
+    wire = {"customRanking": ranking}
+    engine.update_settings("c", wire)
+    for query in ("", "par", "park "):
+        for skip in (0, 4, 30):
+            response = engine.search({"collection": "c", "query": query, "skip": skip, "count": 6})
+            total, ids = model.search(query, skip=skip, count=6, settings=wire)
+            assert (response["totalHits"], [r["id"] for r in response["results"]]) == (total, ids), (query, skip)

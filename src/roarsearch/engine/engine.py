@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
+from pyroaring import BitMap
+
 from roarsearch.engine.collection import Collection
 from roarsearch.engine.request import check_collection_id, parse_search_request
 from roarsearch.engine.settings import updated_settings
@@ -234,7 +236,7 @@ class Engine:
         target = self._collection(collection)
         with target.lock.reading():
             docstore = target.index.docs
-            docs = array_from_bitmap(docstore.alive)
+            docs = array_from_bitmap(BitMap(docstore.alive))
             rank = docstore.id_rank()
             ordered = docs.tolist() if rank is None else docs[rank[docs].argsort(kind="stable")].tolist()
             record_ids = docstore.record_ids

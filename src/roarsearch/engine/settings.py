@@ -7,6 +7,7 @@ or a wrong type is a 400 naming it and nothing changes. Returns the whole new :c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rapidfuzz import process
@@ -99,7 +100,7 @@ def _typo_sizes(value: Any) -> dict[str, int]:
     return sizes
 
 
-_CHECKS = {
+_CHECKS: dict[str, Callable[[Any], Any]] = {
     "searchFields": lambda value: _strings("searchFields", value) or ["*"],
     "customRanking": _custom_ranking,
     "stopWords": lambda value: _strings("stopWords", value),

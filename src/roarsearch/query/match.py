@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyroaring import AbstractBitMap
 
-from roarsearch.index.bitmaps import EMPTY, union_all
+from roarsearch.index.bitmaps import union_all
 from roarsearch.index.index import Index
 from roarsearch.query.plan import WordPlan
 
@@ -65,7 +65,25 @@ class WordMatcher:
         for phrase in word.phrase_synonyms():  # a synonym match ranks like the word itself
             parts.extend(self.index.phrase_docs(name, phrase) for name in self.fields)
         parts = [part for part in parts if part]
-        return union_all(parts) if parts else EMPTY
+        return union_all(parts)
+
+    def whole_docs(self, word: WordPlan) -> BitMap:
+        """Docs where the word matches as a whole word — itself, a typo'd whole term within its
+        allowance (none in a typo-disabled field), or a synonym — not only as a longer word it starts."""
+        key = (word.position, -1, "whole")
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        term_ids = word.whole_term_ids()
+        free_ids = word.whole_term_ids(0) if self.typo_disabled_fields else term_ids
+        parts = [self.index.field_docs(name, free_ids if name in self.typo_disabled_fields else term_ids)
+                 for name in self.fields]
+        for phrase in word.phrase_synonyms():
+            parts.extend(self.index.phrase_docs(name, phrase) for name in self.fields)
+        parts = [part for part in parts if part]
+        result = union_all(parts)
+        self._cache[key] = result
+        return result
 
     def term_ids(self, word: WordPlan, typo_free: bool = False) -> np.ndarray:
         """Every term id the word may match (typo variants — none when ``typo_free``, as in a

@@ -27,6 +27,8 @@ class Variant:
     term_id: int
     typos: int
     exact: bool
+    #: The term is the whole word (itself or within its typos), not only a longer word it starts.
+    whole: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,11 @@ class WordPlan:
     def exact_term_ids(self) -> list[int]:
         """Exact variants, and the synonyms that are one word (they rank like the word itself)."""
         return [v.term_id for v in self.variants if v.exact] + [p[0] for p in self.synonyms if len(p) == 1]
+
+    def whole_term_ids(self, max_typos: int | None = None) -> list[int]:
+        """Variants that match the word whole (not only as a prefix completion), and one-word synonyms."""
+        return ([v.term_id for v in self.variants if v.whole and (max_typos is None or v.typos <= max_typos)]
+                + [p[0] for p in self.synonyms if len(p) == 1])
 
     def phrase_synonyms(self) -> list[tuple[int, ...]]:
         """Synonyms of two or more words (matched as adjacent words)."""
@@ -143,20 +150,20 @@ EXPANSION_CACHE_SIZE = 4096
 
 def _expand(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...]:
     """Every term ``word`` may match within ``budget`` typos, with its cost."""
-    best: dict[int, tuple[int, bool]] = {}
+    best: dict[int, tuple[int, bool, bool]] = {}
     exact_id = lexicon.id_of(word)
     if exact_id is not None:
-        best[exact_id] = (0, True)
+        best[exact_id] = (0, True, True)
     if budget:
         for term_id, distance in lexicon.typo_candidates(word, budget):
             if term_id not in best or distance < best[term_id][0]:
-                best[term_id] = (distance, term_id == exact_id)
+                best[term_id] = (distance, term_id == exact_id, True)
     if is_prefix and budget:
         # Distance-0 prefix matches are covered by ``prefix``; keep only the typo'd ones here.
         for term_id, distance in lexicon.prefix_candidates(word, budget):
             if distance and (term_id not in best or distance < best[term_id][0]):
-                best[term_id] = (distance, False)
-    return tuple(Variant(term_id, typos, exact) for term_id, (typos, exact) in best.items())
+                best[term_id] = (distance, False, False)
+    return tuple(Variant(term_id, typos, exact, whole) for term_id, (typos, exact, whole) in best.items())
 
 
 def resolve_search_fields(requested: tuple[str, ...], text_fields: list[str]) -> list[str]:

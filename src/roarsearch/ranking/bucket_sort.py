@@ -15,7 +15,8 @@ placed, so ranking cost follows the page, not the match count. Rule costs:
   from ``FieldPostings.occurrences``, vectorised in numpy), capped at :data:`PROXIMITY_CAP` per pair;
 - attribute: index of the earliest searched field holding a query word as typed (no typo); for
   records with no such word, the number of fields plus the earliest field with a typo'd match;
-- exactness: 0 when every word occurs as itself (not only as a typo or a longer word), else 1.
+- exactness: 0 when every word occurs as itself (not only as a typo or a longer word); 1 when every
+  word occurs whole (itself or a typo'd whole word, not only as a longer word it starts); else 2.
 
 ``_rank`` packs the costs into one float in (0, 1]: higher is better and equal costs give equal
 ranks, so it never contradicts the order (ties are broken by record id).
@@ -134,8 +135,22 @@ class RelevanceRules:
         if exact:
             yield 0, exact
         rest = candidates - exact
+        if not rest:
+            return
+        # Then every word matched whole (with a typo): "lusan" for "luman" before "luanda", which
+        # only starts with a typo'd "luman" — a longer word is a guess about what is still to come.
+        whole = rest.copy()
+        if any(word.is_prefix for word in self.words):
+            for word in self.words:
+                if word.is_prefix:
+                    whole &= self.matcher.whole_docs(word)
+                if not whole:
+                    break
+        if whole:
+            yield 1, whole
+        rest = rest - whole
         if rest:
-            yield 1, rest
+            yield 2, rest
 
     def rules(self) -> list[Rule]:
         return [self.typo_buckets, self.proximity_buckets, self.attribute_buckets, self.exactness_buckets]

@@ -123,6 +123,15 @@ def order_by_keys(index: Index, keys: tuple[SortKey, ...]) -> Callable[[DocStore
         if start >= stop:
             return []
         docs = array_from_bitmap(bucket)
+        if stop < docs.size // 4:
+            # Top-k on the first key: only docs that can reach position ``stop`` (ties at the cut
+            # included) are fully sorted.
+            kind, value = _field_keys(index, keys[0].field, docs, keys[0].descending)
+            spread = float(np.abs(value).max()) * 2.0 + 1.0 if value.size else 1.0
+            if np.isfinite(spread * 3):
+                primary = kind * spread + value
+                cut = np.partition(primary, stop - 1)[stop - 1]
+                docs = docs[primary <= cut]
         columns: list[np.ndarray] = []
         for key in keys:
             columns.extend(_field_keys(index, key.field, docs, key.descending))

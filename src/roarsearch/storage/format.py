@@ -36,6 +36,7 @@ Write-ahead log (``wal.rlog``)::
                     +16  u32  CRC-32 of the payload
                     +20  n    msgpack payload: {"op": "add", "records": [...]}
                               | {"op": "delete", "ids": [...]} | {"op": "clear"}
+                              | {"op": "settings", "settings": {...every settings key}}
 
 A record is acknowledged once it is fsynced. The header has its own CRC so that a damaged length
 can never make the reader skip or invent records. On open, a damaged or incomplete record with no
@@ -54,7 +55,8 @@ Snapshot (``snapshot.rsnap``)::
     16      4     u32 CRC-32 of the body
     20      4     reserved, zero
     24      ...   body, msgpack: {"format": 1, "last_seq": <last WAL sequence number included>,
-                                  "index": <the engine's index state>}
+                                  "index": <the engine's index state, with a "settings" key
+                                            when the collection has non-default settings>}
 
 The body is streamed to ``snapshot.rsnap.tmp`` behind a zeroed header, the real header is written
 last (so a half-written file never carries a valid one), then fsync, rename over
