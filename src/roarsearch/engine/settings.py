@@ -124,7 +124,7 @@ def updated_settings(current: Settings, update: Any) -> Settings:
     merged = current.to_dict()
     defaults = DEFAULT_SETTINGS.to_dict()
     for key, value in update.items():
-        merged[key] = defaults[key] if value is None else _CHECKS[key](value)  # type: ignore[no-untyped-call]
+        merged[key] = defaults[key] if value is None else _CHECKS[key](value)
     return settings_from_dict(merged)
 
 

@@ -67,7 +67,7 @@ class WordMatcher:
         parts = [part for part in parts if part]
         return union_all(parts)
 
-    def whole_docs(self, word: WordPlan) -> BitMap:
+    def whole_docs(self, word: WordPlan) -> AbstractBitMap:
         """Docs where the word matches as a whole word — itself, a typo'd whole term within its
         allowance (none in a typo-disabled field), or a synonym — not only as a longer word it starts."""
         key = (word.position, -1, "whole")
