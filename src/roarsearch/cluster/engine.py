@@ -108,7 +108,7 @@ class ShardedEngine:
                 self._started_ray = True
             self._remote = ray.remote(ShardActor)
             self._rw = ReadWriteLock()
-            self._write_lock = threading.Lock()
+            self._write_lock = threading.RLock()
             self._state_lock = threading.Lock()
             self._restart_locks = [threading.Lock() for _ in range(self.shards)]
             self._restarting: set[int] = set()
@@ -126,30 +126,41 @@ class ShardedEngine:
     def _start(self, shard: int) -> Any:
         path = self._coordinator.shard_path(shard)
         actor = self._remote.options(num_cpus=0, max_concurrency=8, max_restarts=0).remote(path, shard)
-        ray.get(actor.ping.remote(), timeout=CALL_TIMEOUT)
+        try:
+            ray.get(actor.ping.remote(), timeout=CALL_TIMEOUT)
+        except BaseException:
+            ray.kill(actor, no_restart=True)  # never leave a half-started shard holding its directory
+            raise
         return actor
 
     def _restart(self, shard: int, dead: Any) -> None:
-        """Replace a dead shard actor by a new one over the same directory (idempotent per death)."""
-        with self._restart_locks[shard]:
-            if self._actors[shard] is not dead:
-                return  # restarted already
-            with self._state_lock:
-                self._restarting.add(shard)
-            try:
+        """Replace a dead shard actor by a new one over the same directory (idempotent per death).
+
+        Holds the write lock (re-entrant: a writer restarts a shard it needs itself), so a shard never
+        resolves its prepared batches while a batch is between prepare and commit."""
+        with self._state_lock:
+            self._restarting.add(shard)
+        try:
+            with self._write_lock, self._restart_locks[shard]:
+                if self._actors[shard] is not dead:
+                    return  # restarted already
                 try:
                     ray.kill(dead, no_restart=True)
                 except Exception:  # noqa: BLE001 - already gone
                     pass
                 actor = self._start(shard)
-                results = ray.get(actor.recover.remote(sorted(self._coordinator.committed)), timeout=CALL_TIMEOUT)
+                try:
+                    results = ray.get(actor.recover.remote(sorted(self._coordinator.committed)), timeout=CALL_TIMEOUT)
+                except BaseException:
+                    ray.kill(actor, no_restart=True)
+                    raise
                 with self._state_lock:
                     for tx, result in results.items():
                         self._recovered.setdefault(tx, {})[shard] = result
                 self._actors[shard] = actor
-            finally:
-                with self._state_lock:
-                    self._restarting.discard(shard)
+        finally:
+            with self._state_lock:
+                self._restarting.discard(shard)
 
     def _restart_later(self, shard: int, dead: Any) -> None:
         threading.Thread(target=self._restart_quietly, args=(shard, dead), daemon=True).start()
@@ -310,18 +321,30 @@ class ShardedEngine:
                 except BaseException:
                     self._abort(tx, list(payloads))
                     raise
-                results: dict[int, Any] = {}
-                for shard in payloads:
-                    try:
-                        results.update(self._gather({shard: lambda actor: actor.commit.remote(tx)}, restart="now"))
-                    except _Unavailable:
-                        # restarted synchronously: it applied the committed batch while recovering
-                        with self._state_lock:
-                            results[shard] = self._recovered.get(tx, {}).get(shard)
+                results = {shard: self._commit_on(shard, tx) for shard in payloads}
                 with self._state_lock:
                     self._recovered.pop(tx, None)
                 self._coordinator.committed.discard(tx)
             return results
+
+    def _commit_on(self, shard: int, tx: str) -> Any:
+        """Apply a committed batch on one shard; a shard that dies is restarted (now) and applies it
+        from its prepare area while recovering."""
+        actor = self._actors[shard]
+        try:
+            return ray.get(actor.commit.remote(tx), timeout=CALL_TIMEOUT)
+        except RayTaskError as error:
+            cause = getattr(error, "cause", None)
+            raise cause if isinstance(cause, SearchError) else InternalError(f"shard {shard}: {error}") from None
+        except (RayActorError, ray.exceptions.GetTimeoutError, ray.exceptions.ActorUnavailableError):
+            pass
+        try:
+            self._restart(shard, actor)
+        except Exception as error:  # noqa: BLE001 - committed: the shard applies it when it next opens
+            raise ServiceUnavailableError(
+                f"shard {shard} died while applying a committed batch; it applies it when restarted ({error})") from None
+        with self._state_lock:
+            return self._recovered.get(tx, {}).get(shard)
 
     def _abort(self, tx: str, shards: list[int]) -> None:
         for shard in shards:

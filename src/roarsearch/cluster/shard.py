@@ -142,8 +142,6 @@ class ShardActor:
     def commit(self, tx: str) -> Any:
         """Apply a prepared batch (its result: found flags, a deleted count, or None)."""
         path = self._prepared_file(tx)
-        if not os.path.exists(path):
-            return None
         result = self._apply(path)
         os.remove(path)
         return result
