@@ -129,6 +129,12 @@ def test_sharded_answers_equal_single_engine(engines: tuple[ShardedEngine, Engin
     for request, grouping in requests:
         body = {"collection": collection, **request, **grouping}
         _same(sharded.search(body), single.search(body))
+    for request, _grouping in requests[:2]:
+        for facet in ("cat", "num", "mix"):
+            facet_body = {**request, "textFacetQuery": {"query": request["query"][:3] or "r", "count": 3}}
+            facet_body.pop("highlightFields")
+            assert sharded.search_facet_values(collection, facet, facet_body) == \
+                single.search_facet_values(collection, facet, facet_body)
     body = {"collection": collection, **bad}
     try:
         mine: Any = sharded.search(body)

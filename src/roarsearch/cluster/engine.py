@@ -35,7 +35,7 @@ from typing import Any
 import msgpack
 
 from roarsearch.cluster.coordinator import Coordinator
-from roarsearch.cluster.merge import merge_responses, merge_text_facet
+from roarsearch.cluster.merge import merge_facet_values, merge_responses
 from roarsearch.cluster.shard import ShardActor
 from roarsearch.engine.collection import ReadWriteLock
 from roarsearch.engine.engine import Engine
@@ -391,8 +391,7 @@ class ShardedEngine:
         return [parts[shard] for shard in range(self.shards)]
 
     def search_facet_values(self, collection: str, facet: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Facet value search over every shard: counts summed. Values are ordered by count, then
-        value (the single engine ranks closer matches first: see docs/cluster.md)."""
+        """Facet value search over every shard: counts summed, ordered by match rank, count, value."""
         if not isinstance(request, dict):
             raise BadRequestError("request body: must be a JSON object", field="body")
         if not isinstance(facet, str) or not facet:
@@ -407,8 +406,7 @@ class ShardedEngine:
             parts = self._scatter(lambda actor, kept: actor.facet_values.remote(widened, facet, kept))
             if not any(part["exists"] for part in parts):
                 raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
-        merged = merge_text_facet(facet, [part["values"] for part in parts], parsed.facet_query_count)
-        return {"values": merged["values"]}
+        return {"values": merge_facet_values([part["values"] for part in parts], parsed.facet_query_count)}
 
 
 class _Unavailable(Exception):

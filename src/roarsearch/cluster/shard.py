@@ -32,7 +32,10 @@ from roarsearch.engine.engine import Engine
 from roarsearch.errors import DirectoryLockedError, NotFoundError
 from roarsearch.facets.numeric import _candidate_values
 from roarsearch.index.index import Index
-from roarsearch.query.context import SearchContext, filter_docs
+from roarsearch.analysis.analyzer import analyze
+from roarsearch.facets.value_search import _number_matches, _string_matches
+from roarsearch.query.context import SearchContext, filter_docs, prepare_search
+from roarsearch.query.plan import allowed_typos
 from roarsearch.query.request import SearchRequest
 from roarsearch.ranking.ranker import Ranker
 
@@ -228,11 +231,22 @@ class ShardActor:
         return {"exists": exists, "response": response, **extra}
 
     def facet_values(self, request: SearchRequest, facet: str, kept_words: int | None) -> dict[str, Any]:
+        """Every value of ``facet`` matching the facet query, as ``(match rank, value, count)``: the
+        rank (how closely the value matches, the first order key) depends on the value alone, so
+        the driver can sum counts and order exactly as ``facets.value_search`` does."""
         target = self._existing(request.collection)
         if target is None:
             return {"exists": False, "kept": 0, "values": []}
+        entries: list[tuple[Any, ...]] = []
         with target.lock.reading():
-            from roarsearch.query.context import prepare_search  # local: only this path needs it
-            kept = len(prepare_search(target.index, request, kept_words).words)
-            values = target.facet_values(request, facet, kept_words=kept_words)
-        return {"exists": True, "kept": kept, "values": values}
+            context = prepare_search(target.index, request, kept_words)
+            columns = target.index.field_columns(facet)
+            candidates = context.without_facet_filter(facet)
+            if columns is not None and candidates:
+                wanted = " ".join(analyze(request.facet_query or ""))
+                budget = allowed_typos(wanted, request.typo_tolerance) if wanted and " " not in wanted else 0
+                if columns.values is not None:
+                    entries.extend(_string_matches(columns, candidates, wanted, budget, 2**31 - 1))
+                entries.extend(_number_matches(columns, candidates, wanted, 2**31 - 1))
+        return {"exists": True, "kept": len(context.words),
+                "values": [(entry[0], entry[-2], entry[-1]) for entry in entries]}
