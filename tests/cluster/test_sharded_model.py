@@ -76,7 +76,7 @@ REQUEST = st.fixed_dictionaries({
     "highlightFields": st.sampled_from([[], [], ["title"]]),
 })
 GROUPING = st.one_of(st.just({}), st.fixed_dictionaries({
-    "groupBy": st.sampled_from(["kind", "num", "mix", "flag"]),
+    "groupBy": st.sampled_from(["kind", "num", "mix", "flag", "cat"]),
     "groupCount": st.sampled_from([-1, 1, 2]),
     "groupLimit": st.integers(1, 3),
 }))
