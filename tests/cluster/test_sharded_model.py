@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("ray", reason="pip install -e '.[cluster]'")
 
-from roarsearch import Engine, SearchError  # noqa: E402
-from roarsearch.cluster import ShardedEngine  # noqa: E402
+from roarsearch import Engine, SearchError
+from roarsearch.cluster import ShardedEngine
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::FutureWarning"),
@@ -87,9 +87,9 @@ _names = itertools.count()
 
 @pytest.fixture(scope="module")
 def engines(ray_session: Any) -> Iterator[tuple[ShardedEngine, Engine]]:
-    with tempfile.TemporaryDirectory() as directory:
-        with ShardedEngine(directory + "/sharded", shards=3) as sharded, Engine() as single:
-            yield sharded, single
+    with tempfile.TemporaryDirectory() as directory, \
+            ShardedEngine(directory + "/sharded", shards=3) as sharded, Engine() as single:
+        yield sharded, single
 
 
 def _same(sharded: dict[str, Any], single: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -40,7 +41,13 @@ from roarsearch.cluster.shard import ShardActor
 from roarsearch.engine.collection import ReadWriteLock
 from roarsearch.engine.engine import Engine
 from roarsearch.engine.request import check_collection_id, parse_search_request
-from roarsearch.errors import BadRequestError, InternalError, NotFoundError, SearchError, ServiceUnavailableError
+from roarsearch.errors import (
+    BadRequestError,
+    InternalError,
+    NotFoundError,
+    SearchError,
+    ServiceUnavailableError,
+)
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.plan import resolve_search_fields
 from roarsearch.query.request import SearchRequest
@@ -50,12 +57,14 @@ try:
     import ray
     from ray.exceptions import RayActorError, RayTaskError
 except ImportError:  # pragma: no cover - the cluster extra is not installed
-    ray = None
+    ray = None  # type: ignore[assignment]
+
+log = logging.getLogger("roarsearch.cluster")
 
 #: Facet values and groups asked of each shard: all of them (a shard's local top-k is not enough).
 EVERYTHING = 2**31 - 1
 #: Seconds to wait for a shard call before it counts as failed.
-CALL_TIMEOUT = float(os.environ.get("ROARSEARCH_SHARD_TIMEOUT", 600))
+CALL_TIMEOUT = float(os.environ.get("ROARSEARCH_SHARD_TIMEOUT", "600"))
 
 
 def shard_of(record_id: int | str, shards: int) -> int:
@@ -106,7 +115,7 @@ class ShardedEngine:
                 options.update(ray_options or {})
                 ray.init(address=address, **options)
                 self._started_ray = True
-            self._remote = ray.remote(ShardActor)
+            self._remote: Any = ray.remote(ShardActor)
             self._rw = ReadWriteLock()
             self._write_lock = threading.RLock()
             self._state_lock = threading.Lock()
@@ -125,7 +134,7 @@ class ShardedEngine:
 
     def _start(self, shard: int) -> Any:
         path = self._coordinator.shard_path(shard)
-        actor = self._remote.options(num_cpus=0, max_concurrency=8, max_restarts=0).remote(path, shard)
+        actor: Any = self._remote.options(num_cpus=0, max_concurrency=8, max_restarts=0).remote(path, shard)
         try:
             ray.get(actor.ping.remote(), timeout=CALL_TIMEOUT)
         except BaseException:
@@ -146,8 +155,8 @@ class ShardedEngine:
                     return  # restarted already
                 try:
                     ray.kill(dead, no_restart=True)
-                except Exception:  # noqa: BLE001 - already gone
-                    pass
+                except Exception as error:  # noqa: BLE001 - already gone
+                    log.debug("shard %d: kill of the dead actor: %s", shard, error)
                 actor = self._start(shard)
                 try:
                     results = ray.get(actor.recover.remote(sorted(self._coordinator.committed)), timeout=CALL_TIMEOUT)
@@ -168,8 +177,8 @@ class ShardedEngine:
     def _restart_quietly(self, shard: int, dead: Any) -> None:
         try:
             self._restart(shard, dead)
-        except Exception:  # noqa: BLE001 - the next failing call schedules another attempt
-            pass
+        except Exception as error:  # noqa: BLE001 - the next failing call schedules another attempt
+            log.warning("shard %d: restart failed (retried on the next call): %s", shard, error)
 
     def _check_available(self) -> None:
         if self._closed:
@@ -222,14 +231,14 @@ class ShardedEngine:
                 try:
                     ray.get(actor.close.remote(), timeout=CALL_TIMEOUT)
                     ray.kill(actor, no_restart=True)
-                except Exception:  # noqa: BLE001 - a dead shard recovers on the next open
-                    pass
+                except Exception as error:  # noqa: BLE001 - a dead shard recovers on the next open
+                    log.warning("a shard could not be closed cleanly (it recovers on the next open): %s", error)
         finally:
             self._coordinator.close()
             if self._started_ray:
                 ray.shutdown()
 
-    def __enter__(self) -> "ShardedEngine":
+    def __enter__(self) -> ShardedEngine:  # noqa: PYI034 - as Engine.__enter__
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -294,6 +303,7 @@ class ShardedEngine:
                 for position, hit in zip(positions, found.get(shard) or [False] * len(positions)):
                     hits[position] = bool(hit)
             return [{"status": 200 if hit else 404, "id": record_id} for record_id, hit in zip(checked, hits)]
+        payloads: dict[int, dict[str, Any]]
         if clear:
             payloads = {shard: {"op": "clear"} for shard in range(self.shards)}
         else:
@@ -308,8 +318,7 @@ class ShardedEngine:
         with self._write_lock:
             tx = uuid.uuid4().hex
             try:
-                self._gather({shard: (lambda actor, payload=payload: actor.prepare.remote(tx, collection, payload))
-                              for shard, payload in payloads.items()})
+                self._gather({shard: _prepare_call(tx, collection, payload) for shard, payload in payloads.items()})
             except BaseException as error:
                 self._abort(tx, list(payloads))
                 if isinstance(error, _Unavailable):
@@ -350,8 +359,8 @@ class ShardedEngine:
         for shard in shards:
             try:
                 ray.get(self._actors[shard].abort.remote(tx), timeout=CALL_TIMEOUT)
-            except Exception:  # noqa: BLE001 - a dead shard discards it when it recovers
-                pass
+            except Exception as error:  # noqa: BLE001 - a dead shard discards it when it recovers
+                log.warning("shard %d: abort of %s failed (discarded when it recovers): %s", shard, tx, error)
 
     # ------------------------------------------------------------------ search
 
@@ -374,7 +383,7 @@ class ShardedEngine:
             if not any(part["exists"] for part in parts):
                 raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
         merged = merge_responses(parsed, request, parts)
-        merged["responseTime"] = int(round((time.perf_counter() - started) * 1000))
+        merged["responseTime"] = round((time.perf_counter() - started) * 1000)
         return merged
 
     def _scatter(self, call: Callable[[Any, int | None], Any]) -> list[dict[str, Any]]:
@@ -407,6 +416,10 @@ class ShardedEngine:
             if not any(part["exists"] for part in parts):
                 raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
         return {"values": merge_facet_values([part["values"] for part in parts], parsed.facet_query_count)}
+
+
+def _prepare_call(tx: str, collection: str, payload: dict[str, Any]) -> Callable[[Any], Any]:
+    return lambda actor: actor.prepare.remote(tx, collection, payload)
 
 
 class _Unavailable(Exception):

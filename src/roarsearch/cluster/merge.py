@@ -33,7 +33,7 @@ class Descending:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Descending) and self.value == other.value
 
-    def __lt__(self, other: "Descending") -> bool:
+    def __lt__(self, other: Descending) -> bool:
         return bool(other.value < self.value)
 
     def __hash__(self) -> int:

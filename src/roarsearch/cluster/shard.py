@@ -27,13 +27,13 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from roarsearch.analysis.analyzer import analyze
 from roarsearch.engine.collection import Collection
 from roarsearch.engine.engine import Engine
 from roarsearch.errors import DirectoryLockedError, NotFoundError
 from roarsearch.facets.numeric import _candidate_values
-from roarsearch.index.index import Index
-from roarsearch.analysis.analyzer import analyze
 from roarsearch.facets.value_search import _number_matches, _string_matches
+from roarsearch.index.index import Index
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
 from roarsearch.query.plan import allowed_typos
 from roarsearch.query.request import SearchRequest
@@ -49,7 +49,7 @@ MergeKey = tuple[list[Any], int, Any]  # (explicit sort parts, relevance cost, r
 
 def relevance_cost(rank: float) -> int:
     """The packed cost behind ``_rank`` (exact: ``_rank`` is ``1 - cost / 2**32``)."""
-    return int(round((1.0 - rank) * float(1 << 32)))
+    return round((1.0 - rank) * float(1 << 32))
 
 
 def field_sort_part(index: Index, field: str, doc: int, descending: bool) -> SortPart:
