@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("ray", reason="pip install -e '.[cluster]'")
 
-from roarsearch import Engine, SearchError  # noqa: E402
-from roarsearch.cluster import ShardedEngine  # noqa: E402
+from roarsearch import Engine, SearchError
+from roarsearch.cluster import ShardedEngine
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::FutureWarning"),
@@ -76,7 +76,7 @@ REQUEST = st.fixed_dictionaries({
     "highlightFields": st.sampled_from([[], [], ["title"]]),
 })
 GROUPING = st.one_of(st.just({}), st.fixed_dictionaries({
-    "groupBy": st.sampled_from(["kind", "num", "mix", "flag"]),
+    "groupBy": st.sampled_from(["kind", "num", "mix", "flag", "cat"]),
     "groupCount": st.sampled_from([-1, 1, 2]),
     "groupLimit": st.integers(1, 3),
 }))
@@ -87,9 +87,9 @@ _names = itertools.count()
 
 @pytest.fixture(scope="module")
 def engines(ray_session: Any) -> Iterator[tuple[ShardedEngine, Engine]]:
-    with tempfile.TemporaryDirectory() as directory:
-        with ShardedEngine(directory + "/sharded", shards=3) as sharded, Engine() as single:
-            yield sharded, single
+    with tempfile.TemporaryDirectory() as directory, \
+            ShardedEngine(directory + "/sharded", shards=3) as sharded, Engine() as single:
+        yield sharded, single
 
 
 def _same(sharded: dict[str, Any], single: dict[str, Any]) -> None:
@@ -129,6 +129,12 @@ def test_sharded_answers_equal_single_engine(engines: tuple[ShardedEngine, Engin
     for request, grouping in requests:
         body = {"collection": collection, **request, **grouping}
         _same(sharded.search(body), single.search(body))
+    for request, _grouping in requests[:2]:
+        for facet in ("cat", "num", "mix"):
+            facet_body = {**request, "textFacetQuery": {"query": request["query"][:3] or "r", "count": 3}}
+            facet_body.pop("highlightFields")
+            assert sharded.search_facet_values(collection, facet, facet_body) == \
+                single.search_facet_values(collection, facet, facet_body)
     body = {"collection": collection, **bad}
     try:
         mine: Any = sharded.search(body)

@@ -27,7 +27,7 @@ LAYERS: dict[str, float] = {
     "ranking": 5, "facets": 5,
     "engine": 6, "__init__": 6.5,
     "server": 7,
-    "cli": 8, "quickstart": 8, "cluster": 8, "__main__": 9,
+    "cluster": 7.5, "cli": 8, "quickstart": 8, "__main__": 9,
 }
 
 

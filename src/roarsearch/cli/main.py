@@ -98,6 +98,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="origin allowed to call from a browser, repeatable (default: any)")
     serve.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
                        help="largest request body; larger is a 413 (default: %(default)s = 100 MiB)")
+    serve.add_argument("--shards", type=_positive, default=None, metavar="N",
+                       help="serve sharded data directories: N shard actors per application on Ray "
+                            "(needs the cluster extra; docs/cluster.md)")
+    serve.add_argument("--ray-address", default=None, metavar="ADDR",
+                       help="Ray cluster to run the shards on (default: a local Ray); only with --shards")
 
     importer = commands.add_parser("import", help="load JSON Lines, a JSON array or CSV (plain, .gz, .bz2, .xz) into a collection")
     importer.add_argument("collection")
@@ -261,7 +266,7 @@ def serve(args: argparse.Namespace) -> int:
     engines: dict[str, Engine] = {}
     try:
         for app in apps:  # before the port is bound: a locked or damaged directory is a clear error
-            engines[app] = Engine(paths[app])
+            engines[app] = _open_served_engine(paths[app], args)
     except BaseException:
         for engine in engines.values():
             engine.close()
@@ -303,9 +308,24 @@ def serve(args: argparse.Namespace) -> int:
     except SystemExit as exit_:  # uvicorn exits 1 when it cannot bind the port
         return int(exit_.code) if isinstance(exit_.code, int) else 1
     finally:
-        for engine in engines.values():  # idempotent; covers a start that failed before the lifespan
+        for engine in reversed(list(engines.values())):  # idempotent; covers a start that failed before the lifespan
             engine.close()
     return 0 if server.started else 1
+
+
+def _open_served_engine(path: str, args: argparse.Namespace) -> Any:
+    """An ``Engine``, or with ``--shards`` a ``ShardedEngine`` (the same API) over Ray."""
+    if args.shards is None:
+        if args.ray_address is not None:
+            raise UsageError("--ray-address needs --shards")
+        from roarsearch import Engine
+
+        return Engine(path)
+    if importlib.util.find_spec("ray") is None:
+        raise UsageError("--shards needs Ray: pip install -e '.[cluster]'")
+    from roarsearch.cluster import ShardedEngine
+
+    return ShardedEngine(path, shards=args.shards, address=args.ray_address)
 
 
 # ---------------------------------------------------------------------- import

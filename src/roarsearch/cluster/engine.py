@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -35,12 +36,18 @@ from typing import Any
 import msgpack
 
 from roarsearch.cluster.coordinator import Coordinator
-from roarsearch.cluster.merge import merge_responses, merge_text_facet
+from roarsearch.cluster.merge import merge_facet_values, merge_responses
 from roarsearch.cluster.shard import ShardActor
 from roarsearch.engine.collection import ReadWriteLock
 from roarsearch.engine.engine import Engine
 from roarsearch.engine.request import check_collection_id, parse_search_request
-from roarsearch.errors import BadRequestError, InternalError, NotFoundError, SearchError, ServiceUnavailableError
+from roarsearch.errors import (
+    BadRequestError,
+    InternalError,
+    NotFoundError,
+    SearchError,
+    ServiceUnavailableError,
+)
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.plan import resolve_search_fields
 from roarsearch.query.request import SearchRequest
@@ -52,10 +59,12 @@ try:
 except ImportError:  # pragma: no cover - the cluster extra is not installed
     ray = None  # type: ignore[assignment, unused-ignore]
 
+log = logging.getLogger("roarsearch.cluster")
+
 #: Facet values and groups asked of each shard: all of them (a shard's local top-k is not enough).
 EVERYTHING = 2**31 - 1
 #: Seconds to wait for a shard call before it counts as failed.
-CALL_TIMEOUT = float(os.environ.get("ROARSEARCH_SHARD_TIMEOUT", 600))
+CALL_TIMEOUT = float(os.environ.get("ROARSEARCH_SHARD_TIMEOUT", "600"))
 
 
 def shard_of(record_id: int | str, shards: int) -> int:
@@ -106,9 +115,9 @@ class ShardedEngine:
                 options.update(ray_options or {})
                 ray.init(address=address, **options)
                 self._started_ray = True
-            self._remote = ray.remote(ShardActor)
+            self._remote: Any = ray.remote(ShardActor)
             self._rw = ReadWriteLock()
-            self._write_lock = threading.Lock()
+            self._write_lock = threading.RLock()
             self._state_lock = threading.Lock()
             self._restart_locks = [threading.Lock() for _ in range(self.shards)]
             self._restarting: set[int] = set()
@@ -125,31 +134,42 @@ class ShardedEngine:
 
     def _start(self, shard: int) -> Any:
         path = self._coordinator.shard_path(shard)
-        actor = self._remote.options(num_cpus=0, max_concurrency=8, max_restarts=0).remote(path, shard)
-        ray.get(actor.ping.remote(), timeout=CALL_TIMEOUT)  # type: ignore[attr-defined, unused-ignore]
+        actor: Any = self._remote.options(num_cpus=0, max_concurrency=8, max_restarts=0).remote(path, shard)
+        try:
+            ray.get(actor.ping.remote(), timeout=CALL_TIMEOUT)
+        except BaseException:
+            ray.kill(actor, no_restart=True)  # never leave a half-started shard holding its directory
+            raise
         return actor
 
     def _restart(self, shard: int, dead: Any) -> None:
-        """Replace a dead shard actor by a new one over the same directory (idempotent per death)."""
-        with self._restart_locks[shard]:
-            if self._actors[shard] is not dead:
-                return  # restarted already
-            with self._state_lock:
-                self._restarting.add(shard)
-            try:
+        """Replace a dead shard actor by a new one over the same directory (idempotent per death).
+
+        Holds the write lock (re-entrant: a writer restarts a shard it needs itself), so a shard never
+        resolves its prepared batches while a batch is between prepare and commit."""
+        with self._state_lock:
+            self._restarting.add(shard)
+        try:
+            with self._write_lock, self._restart_locks[shard]:
+                if self._actors[shard] is not dead:
+                    return  # restarted already
                 try:
                     ray.kill(dead, no_restart=True)
-                except Exception:
-                    pass
+                except Exception as error:
+                    log.debug("shard %d: kill of the dead actor: %s", shard, error)
                 actor = self._start(shard)
-                results = ray.get(actor.recover.remote(sorted(self._coordinator.committed)), timeout=CALL_TIMEOUT)
+                try:
+                    results = ray.get(actor.recover.remote(sorted(self._coordinator.committed)), timeout=CALL_TIMEOUT)
+                except BaseException:
+                    ray.kill(actor, no_restart=True)
+                    raise
                 with self._state_lock:
                     for tx, result in results.items():
                         self._recovered.setdefault(tx, {})[shard] = result
                 self._actors[shard] = actor
-            finally:
-                with self._state_lock:
-                    self._restarting.discard(shard)
+        finally:
+            with self._state_lock:
+                self._restarting.discard(shard)
 
     def _restart_later(self, shard: int, dead: Any) -> None:
         threading.Thread(target=self._restart_quietly, args=(shard, dead), daemon=True).start()
@@ -157,8 +177,8 @@ class ShardedEngine:
     def _restart_quietly(self, shard: int, dead: Any) -> None:
         try:
             self._restart(shard, dead)
-        except Exception:
-            pass
+        except Exception as error:
+            log.warning("shard %d: restart failed (retried on the next call): %s", shard, error)
 
     def _check_available(self) -> None:
         if self._closed:
@@ -211,8 +231,8 @@ class ShardedEngine:
                 try:
                     ray.get(actor.close.remote(), timeout=CALL_TIMEOUT)
                     ray.kill(actor, no_restart=True)
-                except Exception:
-                    pass
+                except Exception as error:
+                    log.warning("a shard could not be closed cleanly (it recovers on the next open): %s", error)
         finally:
             self._coordinator.close()
             if self._started_ray:
@@ -287,12 +307,13 @@ class ShardedEngine:
                 for position, hit in zip(positions, found.get(shard) or [False] * len(positions)):
                     hits[position] = bool(hit)
             return [{"status": 200 if hit else 404, "id": record_id} for record_id, hit in zip(checked, hits)]
+        payloads: dict[int, dict[str, Any]]
         if clear:
             payloads = {shard: {"op": "clear"} for shard in range(self.shards)}
         else:
             assert filter is not None
             request = SearchRequest(collection, filter=filter, filter_tree=parse_filter(filter))
-            payloads = {shard: {"op": "delete_filter", "request": request} for shard in range(self.shards)}  # type: ignore[dict-item]
+            payloads = {shard: {"op": "delete_filter", "request": request} for shard in range(self.shards)}  # type: ignore[dict-item, unused-ignore]
         deleted = self._write(collection, payloads, [])
         return [{"status": 200, "deleted": sum(int(count or 0) for count in deleted.values())}]
 
@@ -301,8 +322,7 @@ class ShardedEngine:
         with self._write_lock:
             tx = uuid.uuid4().hex
             try:
-                self._gather({shard: (lambda actor, payload=payload: actor.prepare.remote(tx, collection, payload))  # type: ignore[misc]
-                              for shard, payload in payloads.items()})
+                self._gather({shard: _prepare_call(tx, collection, payload) for shard, payload in payloads.items()})
             except BaseException as error:
                 self._abort(tx, list(payloads))
                 if isinstance(error, _Unavailable):
@@ -314,25 +334,37 @@ class ShardedEngine:
                 except BaseException:
                     self._abort(tx, list(payloads))
                     raise
-                results: dict[int, Any] = {}
-                for shard in payloads:
-                    try:
-                        results.update(self._gather({shard: lambda actor: actor.commit.remote(tx)}, restart="now"))
-                    except _Unavailable:
-                        # restarted synchronously: it applied the committed batch while recovering
-                        with self._state_lock:
-                            results[shard] = self._recovered.get(tx, {}).get(shard)
+                results = {shard: self._commit_on(shard, tx) for shard in payloads}
                 with self._state_lock:
                     self._recovered.pop(tx, None)
                 self._coordinator.committed.discard(tx)
             return results
 
+    def _commit_on(self, shard: int, tx: str) -> Any:
+        """Apply a committed batch on one shard; a shard that dies is restarted (now) and applies it
+        from its prepare area while recovering."""
+        actor = self._actors[shard]
+        try:
+            return ray.get(actor.commit.remote(tx), timeout=CALL_TIMEOUT)
+        except RayTaskError as error:
+            cause = getattr(error, "cause", None)
+            raise cause if isinstance(cause, SearchError) else InternalError(f"shard {shard}: {error}") from None
+        except (RayActorError, ray.exceptions.GetTimeoutError, ray.exceptions.ActorUnavailableError):
+            pass
+        try:
+            self._restart(shard, actor)
+        except Exception as error:
+            raise ServiceUnavailableError(
+                f"shard {shard} died while applying a committed batch; it applies it when restarted ({error})") from None
+        with self._state_lock:
+            return self._recovered.get(tx, {}).get(shard)
+
     def _abort(self, tx: str, shards: list[int]) -> None:
         for shard in shards:
             try:
                 ray.get(self._actors[shard].abort.remote(tx), timeout=CALL_TIMEOUT)
-            except Exception:
-                pass
+            except Exception as error:
+                log.warning("shard %d: abort of %s failed (discarded when it recovers): %s", shard, tx, error)
 
     # ------------------------------------------------------------------ search
 
@@ -355,7 +387,7 @@ class ShardedEngine:
             if not any(part["exists"] for part in parts):
                 raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
         merged = merge_responses(parsed, request, parts)
-        merged["responseTime"] = int(round((time.perf_counter() - started) * 1000))
+        merged["responseTime"] = round((time.perf_counter() - started) * 1000)
         return merged
 
     def _scatter(self, call: Callable[[Any, int | None], Any]) -> list[dict[str, Any]]:
@@ -372,8 +404,7 @@ class ShardedEngine:
         return [parts[shard] for shard in range(self.shards)]
 
     def search_facet_values(self, collection: str, facet: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Facet value search over every shard: counts summed. Values are ordered by count, then
-        value (the single engine ranks closer matches first: see docs/cluster.md)."""
+        """Facet value search over every shard: counts summed, ordered by match rank, count, value."""
         if not isinstance(request, dict):
             raise BadRequestError("request body: must be a JSON object", field="body")
         if not isinstance(facet, str) or not facet:
@@ -388,8 +419,11 @@ class ShardedEngine:
             parts = self._scatter(lambda actor, kept: actor.facet_values.remote(widened, facet, kept))
             if not any(part["exists"] for part in parts):
                 raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
-        merged = merge_text_facet(facet, [part["values"] for part in parts], parsed.facet_query_count)
-        return {"values": merged["values"]}
+        return {"values": merge_facet_values([part["values"] for part in parts], parsed.facet_query_count)}
+
+
+def _prepare_call(tx: str, collection: str, payload: dict[str, Any]) -> Callable[[Any], Any]:
+    return lambda actor: actor.prepare.remote(tx, collection, payload)
 
 
 class _Unavailable(Exception):

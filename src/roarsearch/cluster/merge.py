@@ -90,6 +90,18 @@ def merge_text_facet(field: str, parts: list[list[dict[str, Any]]], limit: int) 
     return {"field": field, "values": [{"value": value, "count": count} for value, count in ordered[:max(limit, 0)]]}
 
 
+def merge_facet_values(parts: list[list[tuple[int, Any, int]]], limit: int) -> list[dict[str, Any]]:
+    """Facet value search: ``(match rank, value, count)`` per shard, counts summed, then ordered by
+    rank, count descending, value (as ``facets.value_search``), cut to ``limit``."""
+    totals: dict[tuple[str, Any], list[Any]] = {}
+    for values in parts:
+        for rank, value, count in values:
+            slot = totals.setdefault(typed(value), [rank, value, 0])
+            slot[2] += count
+    ordered = sorted(totals.values(), key=lambda item: (item[0], -item[2], facet_value_order(item[1])))
+    return [{"value": value, "count": count} for _rank, value, count in ordered[:max(limit, 0)]]
+
+
 def merge_numeric_facet(parts: list[dict[str, Any]], sums: list[tuple[float, int]]) -> dict[str, Any]:
     first = parts[0]
     minimums = [part["stats"]["min"] for part in parts if part["stats"]["min"] is not None]

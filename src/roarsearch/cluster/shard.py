@@ -27,13 +27,16 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from roarsearch.analysis.analyzer import analyze
 from roarsearch.engine.collection import Collection
 from roarsearch.engine.engine import Engine
 from roarsearch.errors import DirectoryLockedError, NotFoundError
 from roarsearch.facets.numeric import _candidate_values
+from roarsearch.facets.value_search import _number_matches, _string_matches
 from roarsearch.index.index import Index
-from roarsearch.query.context import SearchContext, filter_docs
+from roarsearch.query.context import SearchContext, filter_docs, prepare_search
 from roarsearch.query.fields import held_fields
+from roarsearch.query.plan import allowed_typos
 from roarsearch.query.request import SearchRequest
 from roarsearch.ranking.ranker import Ranker
 
@@ -47,7 +50,7 @@ MergeKey = tuple[list[Any], int, Any]  # (explicit sort parts, relevance cost, r
 
 def relevance_cost(rank: float) -> int:
     """The packed cost behind ``_rank`` (exact: ``_rank`` is ``1 - cost / 2**32``)."""
-    return int(round((1.0 - rank) * float(1 << 32)))
+    return round((1.0 - rank) * float(1 << 32))
 
 
 def field_sort_part(index: Index, field: str, doc: int, descending: bool) -> SortPart:
@@ -143,8 +146,6 @@ class ShardActor:
     def commit(self, tx: str) -> Any:
         """Apply a prepared batch (its result: found flags, a deleted count, or None)."""
         path = self._prepared_file(tx)
-        if not os.path.exists(path):
-            return None
         result = self._apply(path)
         os.remove(path)
         return result
@@ -232,12 +233,23 @@ class ShardActor:
         return {"exists": exists, "response": response, **extra}
 
     def facet_values(self, request: SearchRequest, facet: str, kept_words: int | None) -> dict[str, Any]:
+        """Every value of ``facet`` matching the facet query, as ``(match rank, value, count)``: the
+        rank (how closely the value matches, the first order key) depends on the value alone, so
+        the driver can sum counts and order exactly as ``facets.value_search`` does."""
         target = self._existing(request.collection)
         if target is None:
             return {"exists": False, "kept": 0, "values": []}
+        entries: list[tuple[Any, ...]] = []
         with target.lock.reading():
-            from roarsearch.query.context import prepare_search  # local: only this path needs it
             with_settings, settings = target._with_settings(request, {})
-            kept = len(prepare_search(target.index, with_settings, settings, kept_words).words)
-            values = target.facet_values(request, facet, kept_words=kept_words)
-        return {"exists": True, "kept": kept, "values": values}
+            context = prepare_search(target.index, with_settings, settings, kept_words)
+            columns = target.index.field_columns(facet)
+            candidates = context.without_facet_filter(facet)
+            if columns is not None and candidates:
+                wanted = " ".join(analyze(request.facet_query or ""))
+                budget = allowed_typos(wanted, request.typo_tolerance) if wanted and " " not in wanted else 0
+                if columns.values is not None:
+                    entries.extend(_string_matches(columns, candidates, wanted, budget, 2**31 - 1))
+                entries.extend(_number_matches(columns, candidates, wanted, 2**31 - 1))
+        return {"exists": True, "kept": len(context.words),
+                "values": [(entry[0], entry[-2], entry[-1]) for entry in entries]}

@@ -293,6 +293,8 @@ def failure_response(request: Request, error: SearchError, allow: dict[str, str]
         headers["WWW-Authenticate"] = "Bearer"
     if isinstance(error, MethodNotAllowedError) and allow:
         headers.update(allow)
+    if error.status == 503:
+        headers["Retry-After"] = "1"  # a shard is being restarted
     if error.status >= 500:
         request_id = new_request_id()
         log.error("request %s %s %s failed: %s", request_id, request.method, request.url.path, error.data)
