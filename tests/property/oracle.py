@@ -251,6 +251,9 @@ def sort_key(record: dict[str, Any], sort: list[str]) -> tuple[Any, ...]:
         if field_name == "_rank":
             parts.append(None)
             continue
+        if field_name == "id":  # contract §3: id is a field like any other; id order, ints first
+            parts.append((0, Reverse(id_key(record["id"]))) if descending else (0, id_key(record["id"])))
+            continue
         values = [value for path, _, value in iter_leaves(record) if path == field_name]
         numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
         strings = [(fold("true" if v else "false") if isinstance(v, bool) else fold(v), str(v))

@@ -259,6 +259,10 @@ def bucket_sort(
     ``customRanking`` then record id)."""
     placed: list[tuple[int, tuple[int, ...]]] = []
     skipped = 0
+    #: Lone docs placed before the last rule, by the depth they were placed at: their remaining
+    #: costs are scored together after the walk (a rule's cost of a doc never depends on the other
+    #: docs it is given), one call per rule instead of one per doc.
+    deferred: dict[int, list[int]] = {}
     # Iterative depth-first walk; each stack frame is (depth, costs so far, bucket iterator).
     stack: list[tuple[int, tuple[int, ...], Iterator[tuple[int, AbstractBitMap]]]] = []
 
@@ -278,8 +282,9 @@ def bucket_sort(
         elif depth == len(rules):
             place(bucket, costs)
         elif len(bucket) == 1:
-            # Placed early, but its _rank must still tell its true costs: one doc is cheap to score.
-            place(bucket, costs + tuple(next(iter(rule(bucket)))[0] for rule in rules[depth:]))
+            # Placed early, but its _rank must still tell its true costs: scored after the walk.
+            deferred.setdefault(depth, []).append(len(placed))
+            place(bucket, costs)
         else:
             stack.append((depth, costs, rules[depth](bucket)))
 
@@ -294,4 +299,15 @@ def bucket_sort(
             continue
         cost, bucket = step
         visit(bucket, depth + 1, costs + (cost,))
+    for depth, slots in deferred.items():
+        slots = [slot for slot in slots if slot < len(placed)]
+        docs = BitMap([placed[slot][0] for slot in slots])
+        rest: dict[int, list[int]] = {doc: [] for doc in docs}
+        for rule in rules[depth:]:
+            for cost, bucket in rule(docs):
+                for doc in bucket:
+                    rest[doc].append(cost)
+        for slot in slots:
+            doc, costs = placed[slot]
+            placed[slot] = (doc, costs[:depth] + tuple(rest[doc]))
     return placed
