@@ -315,8 +315,8 @@ def serve(args: argparse.Namespace) -> int:
 
 def _open_served_engine(path: str, args: argparse.Namespace) -> Any:
     """An ``Engine``, or with ``--shards`` a ``ShardedEngine`` (the same API) over Ray."""
-    if args.shards is None:
-        if args.ray_address is not None:
+    if getattr(args, "shards", None) is None:
+        if getattr(args, "ray_address", None) is not None:
             raise UsageError("--ray-address needs --shards")
         from roarsearch import Engine
 
