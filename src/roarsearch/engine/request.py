@@ -18,7 +18,7 @@ from roarsearch.errors import BadRequestError
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.intervals import Interval, parse_interval
 from roarsearch.query.request import SearchRequest, SortKey
-from roarsearch.schema import check_strings, type_name
+from roarsearch.schema import check_strings, integer_text, type_name
 
 COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_COUNT = 1000
@@ -76,7 +76,7 @@ def _integer(body: dict[str, Any], name: str, low: int, high: int | None) -> int
             raise BadRequestError(f"{name}: must be an integer, got {type_name(value)}", field=name)
     if value < low or (high is not None and value > high):
         bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise BadRequestError(f"{name}: must be {bounds}, got {value}", field=name)
+        raise BadRequestError(f"{name}: must be {bounds}, got {integer_text(value)}", field=name)
     return value
 
 
@@ -145,8 +145,21 @@ def _facet_filters(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
                     f"textFacetFilters.{facet}: values must be strings, numbers or booleans, got {type_name(element)}",
                     field="textFacetFilters",
                 )
+            if isinstance(element, int) and not isinstance(element, bool) and not _fits_float(element):
+                raise BadRequestError(
+                    f"textFacetFilters.{facet}: numbers must be finite, got an integer beyond 1.8e308",
+                    field="textFacetFilters",
+                )
         result[facet] = tuple(values)
     return result
+
+
+def _fits_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[Interval, ...]]:
