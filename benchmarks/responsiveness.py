@@ -12,9 +12,13 @@ Candidates (each at the bound, so one more entry would be a 400):
 - ``fields-1000``: 1,000 ``searchFields``, ``highlightFields`` and ``fields`` (``alternateNames``
   and ``name`` repeated), ``count`` 1,000, a two-word query;
 - ``facets-1000``: 1,000 ``textFacets`` (``alternateNames`` repeated, the field with most values),
-  ``facetCount`` 10,000;
-- ``facet-filter-1000x1000``: ``textFacetFilters`` of 1,000 fields × 1,000 values (about 11 MB);
-- ``numeric-1000x1000``: ``numericFacets`` and ``numericFacetFilters`` of 1,000 fields × 1,000 intervals;
+  ``facetCount`` 10,000; ``facets-1000-distinct``: the 5 text fields and 995 that no record holds;
+- ``facet-filter-1000x1000``: ``textFacetFilters`` of 1,000 fields × 1,000 values (about 11 MB;
+  over the 10,000-values total bound added for issue 12, so now a 400);
+- ``facet-filter-10k``: at that bound: 1,000 values on each of the 5 text fields, 10 on each of
+  495 others, and ``textFacets`` on all 500 (each counted without its own filter);
+- ``numeric-1000x1000``: ``numericFacets`` and ``numericFacetFilters`` of 1,000 fields × 1,000
+  intervals (now a 400); ``numeric-10k``: both at the bound, 1,000 intervals on each numeric field;
 - ``query-1024-typos``: a 1,024-character query of 8-letter words that each need two typos
   (``typoTolerance`` 2), so that words are dropped one at a time from the end;
 - ``filter-16k``: a 16 KiB filter of ``OR``-ed comparisons on a many-valued text field;
@@ -53,6 +57,8 @@ from benchmarks.load import READY, START_TIMEOUT_S  # noqa: E402
 
 COLLECTION = "places"
 HEAVY_TIMEOUT_S = 300
+REAL_TEXT = ["alternateNames", "name", "countryCode", "admin1Code", "timezone"]
+REAL_NUMERIC = ["population", "latitude", "longitude"]
 
 
 def candidates(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -79,18 +85,29 @@ def candidates(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         clauses.append(clause)
         filter_text = " OR ".join(clauses)
     base = {"collection": COLLECTION}
+    # At the total bound: 10,000 values (or intervals) over 1,000 fields, the real ones given 1,000 each.
+    facet_filters: dict[str, list[Any]] = {field: values[:1000] for field in REAL_TEXT}
+    facet_filters.update({f"g{n}": values[:10] for n in range((10_000 - 1000 * len(REAL_TEXT)) // 10)})
+    numeric: dict[str, list[str]] = {field: [f"[{n * 0.1 - 50},{n * 0.1 - 49.5})" for n in range(1000)]
+                                     for field in REAL_NUMERIC}
+    numeric.update({f"n{n}": ["[0,1)"] * 10 for n in range((10_000 - 1000 * len(REAL_NUMERIC)) // 10)})
     return {
         "fields-1000": {**base, "query": "san jose", "searchFields": ["alternateNames", "name"] * 500,
                         "highlightFields": ["alternateNames", "name"] * 500, "fields": ["alternateNames", "name"] * 500,
                         "count": 1000},
         "facets-1000": {**base, "textFacets": ["alternateNames"] * 1000, "facetCount": 10_000},
+        "facets-1000-distinct": {**base, "textFacets": REAL_TEXT + [f"f{n}" for n in range(1000 - len(REAL_TEXT))],
+                                 "facetCount": 10_000},
         "facet-filter-1000x1000": {**base, "textFacetFilters": {
             ("alternateNames" if field == 0 else f"field{field}"): values[:1000] for field in range(1000)}},
+        "facet-filter-10k": {**base, "textFacetFilters": facet_filters,
+                             "textFacets": list(facet_filters), "facetCount": 10_000},
         "numeric-1000x1000": {**base, "numericFacets": {
             ("population" if field == 0 else f"n{field}"): [f"[{n * 100},{n * 100 + 50})" for n in range(1000)]
             for field in range(1000)},
             "numericFacetFilters": {("latitude" if field == 0 else f"m{field}"): [f"[{n - 90},{n - 89}]" for n in range(1000)]
                                     for field in range(1000)}},
+        "numeric-10k": {**base, "numericFacets": numeric, "numericFacetFilters": numeric},
         "query-1024-typos": {**base, "query": query.strip(), "typoTolerance": 2},
         "filter-16k": {**base, "filter": filter_text, "query": "a"},
         "skip-deep-sort": {**base, "skip": 99_000, "count": 1000, "sort": ["countryCode", "-population", "name"]},

@@ -91,6 +91,14 @@ def check_strings(value: Any, where: str) -> None:
     Iterative, so that a body nested as deep as the JSON decoder allows cannot exhaust the stack
     of a worker thread (a RecursionError would be a 500).
     """
+    if isinstance(value, (list, tuple, dict)):
+        try:  # one C-level pass finds invalid Unicode anywhere; only then is the value walked for where
+            msgpack.packb(value)
+            return
+        except UnicodeEncodeError:
+            pass
+        except (OverflowError, ValueError, TypeError):  # a huge integer, deep nesting: walk it
+            pass
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         item, place = stack.pop()

@@ -16,7 +16,7 @@ from rapidfuzz import process
 
 from roarsearch.errors import BadRequestError
 from roarsearch.query.filter_parser import parse_filter
-from roarsearch.query.intervals import Interval, parse_interval
+from roarsearch.query.intervals import Interval, parse_interval_cached
 from roarsearch.query.request import SearchRequest, SortKey
 from roarsearch.schema import check_strings, integer_text, type_name
 
@@ -28,6 +28,9 @@ MAX_GROUP_LIMIT = 1000
 MAX_QUERY_LENGTH = 1024
 MAX_ARRAY_ENTRIES = 1000
 MAX_FACET_FILTER_VALUES = 1000
+#: Values (or intervals) of all fields of one facet object together: 1,000 fields of 1,000 values
+#: each would be a million, seconds of work for one request (benchmarks/responsiveness.py).
+MAX_FACET_VALUES_TOTAL = 10_000
 MAX_SKIP = 1_000_000
 MAX_INTERVAL_LENGTH = 200
 SORT_KEY = re.compile(r"(?P<minus>-)?(?P<field>[^:]+?)(?::(?P<direction>asc|desc))?")
@@ -78,6 +81,11 @@ def _integer(body: dict[str, Any], name: str, low: int, high: int | None) -> int
         bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise BadRequestError(f"{name}: must be {bounds}, got {integer_text(value)}", field=name)
     return value
+
+
+def _field_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
+    """A list of field names where naming a field twice adds nothing: kept once, first place wins."""
+    return tuple(dict.fromkeys(_string_list(body, name)))
 
 
 def _string_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
@@ -131,9 +139,18 @@ def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
     return value
 
 
+def _total_bounded(value: dict[str, Any], name: str, what: str) -> None:
+    total = sum(len(entries) for entries in value.values() if isinstance(entries, list))
+    if total > MAX_FACET_VALUES_TOTAL:
+        raise BadRequestError(f"{name}: at most {MAX_FACET_VALUES_TOTAL} {what} in all fields together are allowed, "
+                              f"got {total}", field=name)
+
+
 def _facet_filters(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     result: dict[str, tuple[Any, ...]] = {}
-    for facet, values in _object(body, "textFacetFilters").items():
+    filters = _object(body, "textFacetFilters")
+    _total_bounded(filters, "textFacetFilters", "values")
+    for facet, values in filters.items():
         if not isinstance(values, list):
             raise BadRequestError(
                 f"textFacetFilters.{facet}: must be an array of values, like {{\"{facet:.40}\": [{values!r:.40}]}}, "
@@ -164,7 +181,9 @@ def _fits_float(value: int) -> bool:
 
 def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[Interval, ...]]:
     result: dict[str, tuple[Interval, ...]] = {}
-    for facet, intervals in _object(body, name).items():
+    given = _object(body, name)
+    _total_bounded(given, name, "intervals")
+    for facet, intervals in given.items():
         if not isinstance(intervals, list):
             raise BadRequestError(f"{name}.{facet}: must be an array of interval strings, like [\"[0,100)\"], "
                                   f"got {type_name(intervals)}", field=name)
@@ -178,7 +197,7 @@ def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[Interval
             if len(interval) > MAX_INTERVAL_LENGTH:
                 raise BadRequestError(f"{name}.{facet}[{position}]: an interval is at most {MAX_INTERVAL_LENGTH} "
                                       f"characters, got {len(interval)}", field=name)
-        result[facet] = tuple(parse_interval(text, f"{name}.{facet}[{position}]")
+        result[facet] = tuple(parse_interval_cached(text, f"{name}.{facet}[{position}]")
                               for position, text in enumerate(intervals))
     return result
 
@@ -236,15 +255,15 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
     return SearchRequest(
         collection=collection,
         query=_string(merged, "query", MAX_QUERY_LENGTH),
-        search_fields=_string_list(merged, "searchFields") or ("*",),
-        fields=_string_list(merged, "fields") or ("*",),
+        search_fields=_field_list(merged, "searchFields") or ("*",),
+        fields=_field_list(merged, "fields") or ("*",),
         filter=filter_text,
         filter_tree=parse_filter(filter_text) if filter_text.strip() else None,
         sort=_sort_keys(merged),
         skip=_integer(merged, "skip", 0, MAX_SKIP),
         count=_integer(merged, "count", 0, MAX_COUNT),
         typo_tolerance=_integer(merged, "typoTolerance", 0, 2),
-        text_facets=_string_list(merged, "textFacets"),
+        text_facets=_field_list(merged, "textFacets"),
         facet_count=_integer(merged, "facetCount", 0, MAX_FACET_COUNT),
         text_facet_filters=_facet_filters(merged),
         numeric_facets=_interval_lists(merged, "numericFacets"),
@@ -252,7 +271,7 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         group_by=group_by or None,
         group_count=_integer(merged, "groupCount", -1, None),
         group_limit=_integer(merged, "groupLimit", 1, MAX_GROUP_LIMIT),
-        highlight_fields=_string_list(merged, "highlightFields"),
+        highlight_fields=_field_list(merged, "highlightFields"),
         facet_query=facet_query,
         facet_query_count=facet_query_count,
     )
