@@ -72,6 +72,17 @@ SEARCH_ERRORS: list[tuple[Any, str]] = [
     ({"collection": "people", "textFacetQuery": {"query": "a"}},
      "textFacetQuery: is only used by the facet value search route "
      "(POST /v2/collections/{collectionId}/facet/{facetName}/query)"),
+    # Found by benchmarks/responsiveness.py: 1,000 fields × 1,000 values held the engine for seconds.
+    ({"collection": "people", "textFacetFilters": {f"f{n}": ["x"] * 1000 for n in range(11)}},
+     "textFacetFilters: at most 10000 values in all fields together are allowed, got 11000"),
+    ({"collection": "people", "numericFacets": {f"f{n}": ["[0,1)"] * 1000 for n in range(11)}},
+     "numericFacets: at most 10000 intervals in all fields together are allowed, got 11000"),
+    ({"collection": "people", "numericFacetFilters": {f"f{n}": ["[0,1)"] * 1000 for n in range(11)}},
+     "numericFacetFilters: at most 10000 intervals in all fields together are allowed, got 11000"),
+    ({"collection": "people", "groupBy": "age", "count": 1000, "groupLimit": 11},
+     "groupLimit: a grouped page holds at most 10000 results (groups × groupLimit), got 1000 × 11"),
+    ({"collection": "people", "groupBy": "age", "groupCount": 20_000},
+     "groupLimit: a grouped page holds at most 10000 results (groups × groupLimit), got 20000 × 3"),
     # Found by tests/property/test_request_fuzz.py (each was an exception other than a SearchError):
     ({"collection": "people", "textFacetFilters": {"age": [10**400]}},
      "textFacetFilters.age: numbers must be finite, got an integer beyond 1.8e308"),
@@ -118,6 +129,15 @@ def test_facet_value_search_refuses_a_lone_surrogate_in_the_facet_name(engine: E
     with pytest.raises(BadRequestError) as caught:
         engine.search_facet_values("people", "a\ud800", {"textFacetQuery": {"query": "x"}})
     assert caught.value.data == "facetName: is not valid Unicode (a lone surrogate \\ud800 at character 1)"
+
+
+def test_a_field_named_twice_counts_once(engine: Engine) -> None:
+    answer = engine.search({"collection": "people", "textFacets": ["lName", "fName", "lName"],
+                            "fields": ["fName", "fName"], "highlightFields": ["fName", "nope", "fName"],
+                            "query": "ada"})
+    assert [facet["field"] for facet in answer["textFacets"]] == ["lName", "fName"]
+    assert answer["results"][0] == {"id": 1, "fName": "Ada", "_rank": answer["results"][0]["_rank"],
+                                    "_highlights": {"fName": "<em>Ada</em>"}}
 
 
 def test_unknown_collection_is_404(engine: Engine) -> None:

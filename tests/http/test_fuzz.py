@@ -105,6 +105,7 @@ def hostile_bodies(seed: int = 12) -> list[tuple[str, bytes]]:
         ("surrogate in settings", b'{"stopWords": ["\\ud800"]}'),
         ("deep nesting 990", nested(990)),
         ("deep nesting 100k", nested(100_000)),
+        ("deep nesting 300k (decoded in a thread)", nested(300_000)),
         ("deep objects", b'{"a":' * 5000 + b"1" + b"}" * 5000),
         ("array fields at the bound", json.dumps({"collection": COLLECTION, "searchFields": ["title"] * 1000,
                                                   "highlightFields": ["title"] * 1000, "query": "ada"}).encode()),

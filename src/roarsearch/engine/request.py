@@ -24,6 +24,9 @@ COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_COUNT = 1000
 MAX_FACET_COUNT = 10_000
 MAX_GROUP_LIMIT = 1000
+#: Results of one grouped page (groups × groupLimit): 1,000 groups of 1,000 records would be a
+#: page of up to a million records (benchmarks/responsiveness.py).
+MAX_GROUPED_RESULTS = 10_000
 #: Bounds that keep any one request from holding the engine (contract §3, "Types and bounds").
 MAX_QUERY_LENGTH = 1024
 MAX_ARRAY_ENTRIES = 1000
@@ -252,7 +255,7 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
     if group_by is not None and (not isinstance(group_by, str)):
         raise BadRequestError(f"groupBy: must be a field name string, got {type_name(group_by)}", field="groupBy")
     filter_text = _string(merged, "filter")  # the filter parser applies its own 16 KiB limit
-    return SearchRequest(
+    request = SearchRequest(
         collection=collection,
         query=_string(merged, "query", MAX_QUERY_LENGTH),
         search_fields=_field_list(merged, "searchFields") or ("*",),
@@ -275,3 +278,10 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         facet_query=facet_query,
         facet_query_count=facet_query_count,
     )
+    if request.group_by is not None:
+        groups = request.count if request.group_count == -1 else request.group_count
+        if groups * request.group_limit > MAX_GROUPED_RESULTS:
+            raise BadRequestError(
+                f"groupLimit: a grouped page holds at most {MAX_GROUPED_RESULTS} results (groups × groupLimit), "
+                f"got {integer_text(groups)} × {request.group_limit}", field="groupLimit")
+    return request
