@@ -23,6 +23,9 @@ class SearchError(Exception):
     status: int = 500
 
     def __init__(self, data: str, *, field: str | None = None, status: int | None = None) -> None:
+        # A message quoting request text stays valid Unicode (a lone surrogate is shown escaped),
+        # so the Error object can always be sent as UTF-8 JSON.
+        data = data.encode("utf-8", "backslashreplace").decode("utf-8")
         super().__init__(data)
         self.data = data
         self.field = field

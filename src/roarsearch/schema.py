@@ -41,7 +41,7 @@ def check_record_id(value: Any, where: str) -> RecordId:
         )
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
-            raise BadRequestError(f"{where}: integer {value} is outside the signed 64-bit range", field="id")
+            raise BadRequestError(f"{where}: integer {integer_text(value)} is outside the signed 64-bit range", field="id")
         return value
     if value == "":
         raise BadRequestError(f"{where}: must not be an empty string", field="id")
@@ -49,6 +49,11 @@ def check_record_id(value: Any, where: str) -> RecordId:
     if len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
         raise BadRequestError(f"{where}: string ids are at most {MAX_ID_BYTES} bytes", field="id")
     return value
+
+
+def integer_text(value: int) -> str:
+    """An integer as an error message shows it; past Python's 4,300-digit printing limit, by its size."""
+    return str(value) if value.bit_length() <= 10_000 else f"<a {value.bit_length()}-bit integer>"
 
 
 def type_name(value: Any) -> str:
@@ -81,17 +86,33 @@ def check_unicode(text: str, where: str, field: str) -> str:
 
 
 def check_strings(value: Any, where: str) -> None:
-    """A 400 for the first string (or key) of ``value`` that is not valid Unicode."""
-    if isinstance(value, str):
-        check_unicode(value, where, where)
-    elif isinstance(value, (list, tuple)):
-        for position, element in enumerate(value):
-            check_strings(element, f"{where}[{position}]")
-    elif isinstance(value, dict):
-        for key, element in value.items():
-            if isinstance(key, str):
-                check_unicode(key, f"{where}: field name {key!r}", where)
-            check_strings(element, f"{where}.{key}")
+    """A 400 for the first string (or key) of ``value`` that is not valid Unicode.
+
+    Iterative, so that a body nested as deep as the JSON decoder allows cannot exhaust the stack
+    of a worker thread (a RecursionError would be a 500).
+    """
+    if isinstance(value, (list, tuple, dict)):
+        try:  # one C-level pass finds invalid Unicode anywhere; only then is the value walked for where
+            msgpack.packb(value)
+            return
+        except UnicodeEncodeError:
+            pass
+        except (OverflowError, ValueError, TypeError):  # a huge integer, deep nesting: walk it
+            pass
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, place = stack.pop()
+        if isinstance(item, str):
+            check_unicode(item, place, place)
+        elif isinstance(item, (list, tuple)):
+            stack.extend((element, f"{place}[{position}]") for position, element in reversed(list(enumerate(item))))
+        elif isinstance(item, dict):
+            children = []
+            for key, element in item.items():
+                if isinstance(key, str):
+                    check_unicode(key, f"{place}: field name {key!r}", place)
+                children.append((element, f"{place}.{key}"))
+            stack.extend(reversed(children))
 
 
 def _check_value(value: Any, where: str, depth: int) -> None:
@@ -101,7 +122,7 @@ def _check_value(value: Any, where: str, depth: int) -> None:
         return
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
-            raise BadRequestError(f"{where}: integer {value} is outside the signed 64-bit range", field=where)
+            raise BadRequestError(f"{where}: integer {integer_text(value)} is outside the signed 64-bit range", field=where)
         return
     if isinstance(value, float):
         if not math.isfinite(value):

@@ -72,6 +72,23 @@ SEARCH_ERRORS: list[tuple[Any, str]] = [
     ({"collection": "people", "textFacetQuery": {"query": "a"}},
      "textFacetQuery: is only used by the facet value search route "
      "(POST /v2/collections/{collectionId}/facet/{facetName}/query)"),
+    # Found by benchmarks/responsiveness.py: 1,000 fields × 1,000 values held the engine for seconds.
+    ({"collection": "people", "textFacetFilters": {f"f{n}": ["x"] * 1000 for n in range(11)}},
+     "textFacetFilters: at most 10000 values in all fields together are allowed, got 11000"),
+    ({"collection": "people", "numericFacets": {f"f{n}": ["[0,1)"] * 1000 for n in range(11)}},
+     "numericFacets: at most 10000 intervals in all fields together are allowed, got 11000"),
+    ({"collection": "people", "numericFacetFilters": {f"f{n}": ["[0,1)"] * 1000 for n in range(11)}},
+     "numericFacetFilters: at most 10000 intervals in all fields together are allowed, got 11000"),
+    ({"collection": "people", "groupBy": "age", "count": 1000, "groupLimit": 11},
+     "groupLimit: a grouped page holds at most 10000 results (groups × groupLimit), got 1000 × 11"),
+    ({"collection": "people", "groupBy": "age", "groupCount": 20_000},
+     "groupLimit: a grouped page holds at most 10000 results (groups × groupLimit), got 20000 × 3"),
+    # Found by tests/property/test_request_fuzz.py (each was an exception other than a SearchError):
+    ({"collection": "people", "textFacetFilters": {"age": [10**400]}},
+     "textFacetFilters.age: numbers must be finite, got an integer beyond 1.8e308"),
+    ({"collection": "people", "count": 10**5000}, "count: must be between 0 and 1000, got <a 16610-bit integer>"),
+    ({"\ud800": 1, "collection": "people"},
+     "request field name: is not valid Unicode (a lone surrogate \\ud800 at character 0)"),
 ]
 
 
@@ -91,6 +108,36 @@ def test_defaults_and_nulls_are_accepted(engine: Engine) -> None:
     body = {"collection": "people", "query": None, "fields": None, "sort": None, "groupBy": None,
             "highlightFields": [], "textFacetQuery": None, "geo": None, "skip": 0}
     assert engine.search(body)["totalHits"] == 1
+
+
+#: Bodies that once raised an exception other than a SearchError (found by the request fuzz test);
+#: each is a valid request whose answer is simply no match.
+ONCE_500: list[dict[str, Any]] = [
+    {"collection": "people", "filter": 'id = "' + "9" * 400 + '"'},  # OverflowError
+    {"collection": "people", "filter": 'id = "\u00b2"'},  # "²".isdigit(), but int("²") is a ValueError
+    {"collection": "people", "filter": "id IN [\u00b2]"},
+    {"collection": "people", "textFacetFilters": {"id": ["\u00b2", "9" * 400]}},
+]
+
+
+@pytest.mark.parametrize("body", ONCE_500)
+def test_once_500_now_answers(engine: Engine, body: dict[str, Any]) -> None:
+    assert engine.search(body)["totalHits"] == 0
+
+
+def test_facet_value_search_refuses_a_lone_surrogate_in_the_facet_name(engine: Engine) -> None:
+    with pytest.raises(BadRequestError) as caught:
+        engine.search_facet_values("people", "a\ud800", {"textFacetQuery": {"query": "x"}})
+    assert caught.value.data == "facetName: is not valid Unicode (a lone surrogate \\ud800 at character 1)"
+
+
+def test_a_field_named_twice_counts_once(engine: Engine) -> None:
+    answer = engine.search({"collection": "people", "textFacets": ["lName", "fName", "lName"],
+                            "fields": ["fName", "fName"], "highlightFields": ["fName", "nope", "fName"],
+                            "query": "ada"})
+    assert [facet["field"] for facet in answer["textFacets"]] == ["lName", "fName"]
+    assert answer["results"][0] == {"id": 1, "fName": "Ada", "_rank": answer["results"][0]["_rank"],
+                                    "_highlights": {"fName": "<em>Ada</em>"}}
 
 
 def test_unknown_collection_is_404(engine: Engine) -> None:
@@ -139,6 +186,9 @@ DELETE_ERRORS: list[tuple[dict[str, Any], str]] = [
     ({"ids": "1"}, "ids: must be an array of record ids"),
     ({"ids": [1, None]}, "ids[1]: must be an integer or a non-empty string, got null"),
     ({"filter": "  "}, "filter: must not be empty (use clear=true to delete everything)"),
+    # A lone surrogate matched nothing, so with != it deleted every record (the request fuzz test):
+    ({"filter": 'id != "\ud800"'}, "filter: is not valid Unicode (a lone surrogate \\ud800 at character 7)"),
+    ({"ids": [1, "\udfff"]}, "ids[1]: is not valid Unicode (a lone surrogate \\udfff at character 0)"),
 ]
 
 

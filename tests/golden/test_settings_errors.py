@@ -38,6 +38,8 @@ SETTINGS_ERRORS: list[tuple[Any, str]] = [
     ({"typoDisabledWords": {"a": 1}}, "typoDisabledWords: must be an array of strings, got object"),
     ({"stopWords": ["the"], "customRanking": "population"},
      "customRanking: must be an array of strings, got string"),
+    ({"\ud800": 1}, "setting name: is not valid Unicode (a lone surrogate \\ud800 at character 0)"),
+    ({"stopWords": ["ok", "\udfff"]}, "stopWords[1]: is not valid Unicode (a lone surrogate \\udfff at character 0)"),
 ]
 
 

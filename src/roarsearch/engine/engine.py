@@ -30,7 +30,7 @@ from roarsearch.index.state import index_from_state
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import settings_from_dict
-from roarsearch.schema import check_record_id, validate_records
+from roarsearch.schema import check_record_id, check_unicode, validate_records
 from roarsearch.storage.fs import FileSystem
 from roarsearch.storage.store import DataDirectory
 
@@ -357,6 +357,7 @@ class Engine:
             raise BadRequestError("request body: must be a JSON object", field="body")
         if not isinstance(facet, str) or not facet:
             raise BadRequestError("facetName: must be a non-empty field name", field="facetName")
+        check_unicode(facet, "facetName", "facetName")
         body = dict(request)
         body["collection"] = check_collection_id(collection, "collectionId")
         parsed = parse_search_request(body, facet_search=True)

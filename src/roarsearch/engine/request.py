@@ -17,18 +17,24 @@ from rapidfuzz import process
 from roarsearch.errors import BadRequestError
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.geo import check_distance_uses, parse_geo
-from roarsearch.query.intervals import Interval, parse_interval
+from roarsearch.query.intervals import Interval, parse_interval_cached
 from roarsearch.query.request import SearchRequest, SortKey
-from roarsearch.schema import check_strings, type_name
+from roarsearch.schema import check_strings, integer_text, type_name
 
 COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_COUNT = 1000
 MAX_FACET_COUNT = 10_000
 MAX_GROUP_LIMIT = 1000
+#: Results of one grouped page (groups × groupLimit): 1,000 groups of 1,000 records would be a
+#: page of up to a million records (benchmarks/responsiveness.py).
+MAX_GROUPED_RESULTS = 10_000
 #: Bounds that keep any one request from holding the engine (contract §3, "Types and bounds").
 MAX_QUERY_LENGTH = 1024
 MAX_ARRAY_ENTRIES = 1000
 MAX_FACET_FILTER_VALUES = 1000
+#: Values (or intervals) of all fields of one facet object together: 1,000 fields of 1,000 values
+#: each would be a million, seconds of work for one request (benchmarks/responsiveness.py).
+MAX_FACET_VALUES_TOTAL = 10_000
 MAX_SKIP = 1_000_000
 MAX_INTERVAL_LENGTH = 200
 SORT_KEY = re.compile(r"(?P<minus>-)?(?P<field>[^:]+?)(?::(?P<direction>asc|desc))?")
@@ -77,8 +83,13 @@ def _integer(body: dict[str, Any], name: str, low: int, high: int | None) -> int
             raise BadRequestError(f"{name}: must be an integer, got {type_name(value)}", field=name)
     if value < low or (high is not None and value > high):
         bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise BadRequestError(f"{name}: must be {bounds}, got {value}", field=name)
+        raise BadRequestError(f"{name}: must be {bounds}, got {integer_text(value)}", field=name)
     return value
+
+
+def _field_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
+    """A list of field names where naming a field twice adds nothing: kept once, first place wins."""
+    return tuple(dict.fromkeys(_string_list(body, name)))
 
 
 def _string_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
@@ -132,9 +143,18 @@ def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
     return value
 
 
+def _total_bounded(value: dict[str, Any], name: str, what: str) -> None:
+    total = sum(len(entries) for entries in value.values() if isinstance(entries, list))
+    if total > MAX_FACET_VALUES_TOTAL:
+        raise BadRequestError(f"{name}: at most {MAX_FACET_VALUES_TOTAL} {what} in all fields together are allowed, "
+                              f"got {total}", field=name)
+
+
 def _facet_filters(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     result: dict[str, tuple[Any, ...]] = {}
-    for facet, values in _object(body, "textFacetFilters").items():
+    filters = _object(body, "textFacetFilters")
+    _total_bounded(filters, "textFacetFilters", "values")
+    for facet, values in filters.items():
         if not isinstance(values, list):
             raise BadRequestError(
                 f"textFacetFilters.{facet}: must be an array of values, like {{\"{facet:.40}\": [{values!r:.40}]}}, "
@@ -146,13 +166,28 @@ def _facet_filters(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
                     f"textFacetFilters.{facet}: values must be strings, numbers or booleans, got {type_name(element)}",
                     field="textFacetFilters",
                 )
+            if isinstance(element, int) and not isinstance(element, bool) and not _fits_float(element):
+                raise BadRequestError(
+                    f"textFacetFilters.{facet}: numbers must be finite, got an integer beyond 1.8e308",
+                    field="textFacetFilters",
+                )
         result[facet] = tuple(values)
     return result
 
 
+def _fits_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
 def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[Interval, ...]]:
     result: dict[str, tuple[Interval, ...]] = {}
-    for facet, intervals in _object(body, name).items():
+    given = _object(body, name)
+    _total_bounded(given, name, "intervals")
+    for facet, intervals in given.items():
         if not isinstance(intervals, list):
             raise BadRequestError(f"{name}.{facet}: must be an array of interval strings, like [\"[0,100)\"], "
                                   f"got {type_name(intervals)}", field=name)
@@ -166,7 +201,7 @@ def _interval_lists(body: dict[str, Any], name: str) -> dict[str, tuple[Interval
             if len(interval) > MAX_INTERVAL_LENGTH:
                 raise BadRequestError(f"{name}.{facet}[{position}]: an interval is at most {MAX_INTERVAL_LENGTH} "
                                       f"characters, got {len(interval)}", field=name)
-        result[facet] = tuple(parse_interval(text, f"{name}.{facet}[{position}]")
+        result[facet] = tuple(parse_interval_cached(text, f"{name}.{facet}[{position}]")
                               for position, text in enumerate(intervals))
     return result
 
@@ -223,18 +258,18 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
     sort = _sort_keys(merged)
     numeric_facets = _interval_lists(merged, "numericFacets")
     check_distance_uses(geo, [key.field for key in sort], numeric_facets)
-    return SearchRequest(
+    request = SearchRequest(
         collection=collection,
         query=_string(merged, "query", MAX_QUERY_LENGTH),
-        search_fields=_string_list(merged, "searchFields") or ("*",),
-        fields=_string_list(merged, "fields") or ("*",),
+        search_fields=_field_list(merged, "searchFields") or ("*",),
+        fields=_field_list(merged, "fields") or ("*",),
         filter=filter_text,
         filter_tree=parse_filter(filter_text) if filter_text.strip() else None,
         sort=sort,
         skip=_integer(merged, "skip", 0, MAX_SKIP),
         count=_integer(merged, "count", 0, MAX_COUNT),
         typo_tolerance=_integer(merged, "typoTolerance", 0, 2),
-        text_facets=_string_list(merged, "textFacets"),
+        text_facets=_field_list(merged, "textFacets"),
         facet_count=_integer(merged, "facetCount", 0, MAX_FACET_COUNT),
         text_facet_filters=_facet_filters(merged),
         numeric_facets=numeric_facets,
@@ -242,8 +277,15 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         group_by=group_by or None,
         group_count=_integer(merged, "groupCount", -1, None),
         group_limit=_integer(merged, "groupLimit", 1, MAX_GROUP_LIMIT),
-        highlight_fields=_string_list(merged, "highlightFields"),
+        highlight_fields=_field_list(merged, "highlightFields"),
         facet_query=facet_query,
         facet_query_count=facet_query_count,
         geo=geo,
     )
+    if request.group_by is not None:
+        groups = request.count if request.group_count == -1 else request.group_count
+        if groups * request.group_limit > MAX_GROUPED_RESULTS:
+            raise BadRequestError(
+                f"groupLimit: a grouped page holds at most {MAX_GROUPED_RESULTS} results (groups × groupLimit), "
+                f"got {integer_text(groups)} × {request.group_limit}", field="groupLimit")
+    return request

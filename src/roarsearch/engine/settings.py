@@ -15,7 +15,7 @@ from rapidfuzz import process
 from roarsearch.engine.request import SORT_KEY
 from roarsearch.errors import BadRequestError
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
-from roarsearch.schema import type_name
+from roarsearch.schema import check_strings, type_name
 
 SETTING_KEYS = ("searchFields", "customRanking", "stopWords", "synonyms", "typoMinWordSize",
                 "typoDisabledFields", "typoDisabledWords")
@@ -115,6 +115,9 @@ def updated_settings(current: Settings, update: Any) -> Settings:
     """``current`` with the keys ``update`` names replaced (``null``: the default), or a 400 changing nothing."""
     if not isinstance(update, dict):
         raise BadRequestError(f"settings: must be a JSON object, got {type_name(update)}", field="body")
+    for key, value in update.items():  # lone surrogates anywhere: a 400 naming the key, never a 500
+        check_strings(key, "setting name")
+        check_strings(value, str(key))
     for key in update:
         if key not in SETTING_KEYS:
             guess = process.extractOne(str(key), list(SETTING_KEYS), score_cutoff=70)

@@ -12,6 +12,7 @@ postings lookups return new bitmaps.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Collection
 from typing import Any
@@ -32,6 +33,9 @@ from roarsearch.index.postings import FieldPostings
 
 #: Unions of many postings (prefixes, wide typo expansions) kept between writes.
 WORD_UNION_CACHE_SIZE = 4096
+#: Text that names an integer id: ASCII digits only (``"²".isdigit()`` is true, ``int("²")`` fails),
+#: and at most 19 of them, so that no text can overflow the float conversion.
+INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
 
 
 class Index:
@@ -287,6 +291,6 @@ class _IdColumns:
     def equal_text(self, text: str) -> AbstractBitMap:
         found = BitMap(self.folded.get(fold_value(text), []))
         stripped = text.strip()
-        if stripped.lstrip("+-").isdigit():  # "5" also names the integer id 5, as for any field
+        if INTEGER_TEXT.fullmatch(stripped):  # "5" also names the integer id 5, as for any field
             found |= self.equal_number(float(int(stripped)))
         return found

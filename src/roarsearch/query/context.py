@@ -49,6 +49,7 @@ class SearchContext:
     #: The collection's settings this search ran with (one value for the whole search).
     settings: Settings = DEFAULT_SETTINGS
     _filtered_word_docs: AbstractBitMap | None = None
+    _all_but: dict[str, AbstractBitMap] | None = None
 
     def without_facet_filter(self, facet: str) -> AbstractBitMap:
         """The match set with every facet filter but ``facet``'s own: what that facet counts over
@@ -57,11 +58,27 @@ class SearchContext:
             return self.candidates
         if self._filtered_word_docs is None:
             self._filtered_word_docs = _apply_filter(self.index, self.request, self.word_docs)
-        docs = self._filtered_word_docs
-        for other, selected in self.facet_filters.items():
-            if other != facet:
-                docs = docs & selected
-        return docs
+        if len(self.facet_filters) <= 8:
+            docs = self._filtered_word_docs
+            for other, selected in self.facet_filters.items():
+                if other != facet:
+                    docs = docs & selected
+            return docs
+        # Many facet filters, each faceted: the ANDs of the filters before and after each one, built
+        # once, keep this linear in their number instead of quadratic.
+        if self._all_but is None:
+            names = list(self.facet_filters)
+            before: list[AbstractBitMap] = [self._filtered_word_docs]
+            for name in names[:-1]:
+                before.append(before[-1] & self.facet_filters[name])
+            after: AbstractBitMap | None = None
+            all_but: dict[str, AbstractBitMap] = {}
+            for position in range(len(names) - 1, -1, -1):
+                all_but[names[position]] = before[position] if after is None else before[position] & after
+                selected = self.facet_filters[names[position]]
+                after = selected if after is None else after & selected
+            self._all_but = all_but
+        return self._all_but[facet]
 
 
 def prepare_search(index: Index, request: SearchRequest, settings: Settings = DEFAULT_SETTINGS,

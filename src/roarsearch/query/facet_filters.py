@@ -18,6 +18,8 @@ from roarsearch.query.intervals import Interval, docs_in_intervals
 
 def text_facet_filter_docs(index: Index, field: str, values: tuple[Any, ...]) -> AbstractBitMap:
     """Docs whose ``field`` holds any of ``values``."""
+    if field != "id" and field not in index.columns:  # no record holds it: nothing to look up
+        return BitMap()
     result = BitMap()
     for value in values:
         if isinstance(value, bool):

@@ -29,6 +29,7 @@ from rapidfuzz import process
 
 from roarsearch.errors import BadRequestError
 from roarsearch.query.ast import And, Compare, Exists, FilterNode, In, Literal, Not, Or, Span
+from roarsearch.schema import check_unicode
 
 MAX_FILTER_BYTES = 16 * 1024
 MAX_DEPTH = 64
@@ -284,6 +285,7 @@ def parse_filter(text: str) -> FilterNode | None:
         raise BadRequestError("filter: must be a string", field="filter")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FILTER_BYTES:
         raise BadRequestError(f"filter: must be at most {MAX_FILTER_BYTES} bytes (16 KiB)", field="filter")
+    check_unicode(text, "filter", "filter")  # a lone surrogate matches nothing: with != a delete would take all
     if not text.strip():
         return None
     try:

@@ -20,11 +20,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio.to_thread
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
 from roarsearch.errors import BadRequestError, PayloadTooLargeError, SearchError
+
+#: Bodies larger than this are decoded in a worker thread, so that ``/health`` and small requests
+#: keep being answered while a 10 MB body is parsed (benchmarks/responsiveness.py).
+THREAD_DECODE_BYTES = 256 * 1024
 
 
 class JSONResponse(Response):
@@ -90,6 +95,13 @@ async def read_json(request: Request, limit: int, *, required: bool = True) -> A
             raise BadRequestError("request body: a JSON body is required", field="body")
         return None
     _check_content_type(request)
+    if len(raw) > THREAD_DECODE_BYTES:  # megabytes of JSON take the event loop for a while
+        return await anyio.to_thread.run_sync(decode_json, raw)
+    return decode_json(raw)
+
+
+def decode_json(raw: bytes) -> Any:
+    """A body's bytes as JSON, or a 400 naming the problem."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
