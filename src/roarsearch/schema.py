@@ -192,7 +192,9 @@ def describe_value(value: Any) -> str:
         return f"boolean {'true' if value else 'false'}"
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return integer_text(value)
+    if isinstance(value, float):
         return repr(value)
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:40] + "..."
