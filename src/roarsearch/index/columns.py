@@ -37,6 +37,12 @@ from roarsearch.index.cache import IndexCache
 #: a facet of paragraphs helps no one and would double the memory of long text fields.
 MAX_VALUE_LENGTH = 256
 
+#: A field's exact values are indexed as it is written, from its first record, while it has at
+#: most this many distinct values (countries, categories, tags, flags: a first facet, equality
+#: filter or sort costs nothing after a restart). A field that grows past it (names, titles) is
+#: dropped from write-time indexing and indexed from the stored records on first use instead.
+AUTO_VALUE_LIMIT = 65_536
+
 
 def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
     """Join the (doc, value) chunks appended by writes, and keep the joined arrays as the only chunk."""

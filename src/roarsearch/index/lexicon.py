@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import bisect
 import threading
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
 from rapidfuzz import process
@@ -183,18 +184,52 @@ class _KeyIndex:
         return ids[index], which
 
 
+class _PermutedTerms(Sequence[str]):
+    """The terms in a saved order (``ids``), read through without building a list of them: a
+    snapshot's sorted views are usable for binary search the moment it is loaded. ``skip`` drops
+    that many leading characters (the tails view)."""
+
+    __slots__ = ("_terms", "_ids", "_skip")
+
+    def __init__(self, terms: list[str], ids: np.ndarray, skip: int = 0) -> None:
+        self._terms = terms
+        self._ids = ids
+        self._skip = skip
+
+    def __len__(self) -> int:
+        return int(self._ids.size)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._terms[term_id][self._skip:] for term_id in self._ids[index].tolist()]
+        return self._terms[int(self._ids[index])][self._skip:]
+
+    def materialise(self) -> list[str]:
+        terms = self._terms
+        if not self._skip:
+            return list(map(terms.__getitem__, self._ids.tolist()))
+        return [terms[term_id][self._skip:] for term_id in self._ids.tolist()]
+
+
 class Lexicon:
     """Every distinct term of one collection (all fields together), with typo and prefix search."""
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self._terms: list[str] = []
-        # Prefix search: sorted terms and their ids, for terms up to ``_sorted_upto``.
-        self._sorted_terms: list[str] = []
+        # Prefix search: sorted terms and their ids, for terms up to ``_sorted_upto``. The id
+        # arrays are saved in snapshots; after a load the term sequences are views over them.
+        self._sorted_terms: Sequence[str] = []
         self._sorted_ids = np.empty(0, dtype=np.uint32)
         self._sorted_upto = 0
         # Terms without their first letter, sorted: typos in the first letter of a prefix.
-        self._sorted_tails: list[str] = []
+        self._sorted_tails: Sequence[str] = []
         self._tail_ids = np.empty(0, dtype=np.uint32)
         self._deletions = _KeyIndex()
         self._trigrams = _KeyIndex()
@@ -274,6 +309,12 @@ class Lexicon:
         # strings (not tuples) and mapping them back to ids keeps the work in C.
         new_ids = range(self._sorted_upto, len(self._terms))
         new_terms = self._terms[self._sorted_upto:]
+        # Views of a loaded snapshot become lists at the first merge (the cost of one lookup).
+        if isinstance(self._sorted_terms, _PermutedTerms):
+            self._sorted_terms = self._sorted_terms.materialise()
+        if isinstance(self._sorted_tails, _PermutedTerms):
+            self._sorted_tails = self._sorted_tails.materialise()
+        assert isinstance(self._sorted_terms, list) and isinstance(self._sorted_tails, list)
         self._sorted_terms = sorted(self._sorted_terms + new_terms)
         self._sorted_ids = np.fromiter(map(self._ids.__getitem__, self._sorted_terms), dtype=np.uint32,
                                        count=len(self._sorted_terms))
@@ -397,11 +438,19 @@ class Lexicon:
 
     # ------------------------------------------------------------------ state
 
+    def sorted_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids in term order, term ids in order of their terms without the first letter; ties
+        by id) — the prefix views, brought up to date."""
+        self._sorted_view()
+        return self._sorted_ids, self._tail_ids
+
     def to_state(self) -> dict[str, Any]:
         self._index_new_terms()
         self._deletions.merge()
         self._trigrams.merge()
+        sorted_ids, tail_ids = self.sorted_order()
         return {
+            "sorted_ids": sorted_ids.tobytes(), "tail_ids": tail_ids.tobytes(),
             "key_scheme": KEY_SCHEME,
             "terms": "\x00".join(self._terms),
             "count": len(self._terms),
@@ -422,5 +471,13 @@ class Lexicon:
             lexicon._indexed_upto = len(terms)
         else:  # an older key scheme: the typo indexes are rebuilt from the terms on first use
             lexicon._indexed_upto = 0
+        if "sorted_ids" in state:  # older snapshots lack the prefix views: sorted on first use
+            sorted_ids = np.frombuffer(state["sorted_ids"], dtype=np.uint32).copy()
+            tail_ids = np.frombuffer(state["tail_ids"], dtype=np.uint32).copy()
+            if sorted_ids.size == tail_ids.size == len(terms):
+                lexicon._sorted_ids, lexicon._tail_ids = sorted_ids, tail_ids
+                lexicon._sorted_terms = _PermutedTerms(terms, sorted_ids)
+                lexicon._sorted_tails = _PermutedTerms(terms, tail_ids, skip=1)
+                lexicon._sorted_upto = len(terms)
         return lexicon
 

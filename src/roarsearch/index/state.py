@@ -80,6 +80,7 @@ def index_to_state(index: Index) -> dict[str, Any]:
         "lexicon": index.lexicon.to_state(),
         "text_fields": index._text_fields,
         "value_fields": sorted(index.value_fields),
+        "auto_value_fields": sorted(index.auto_value_fields),
         "postings": postings_state,
         "columns": columns_state,
     }
@@ -102,6 +103,9 @@ def index_from_state(state: dict[str, Any]) -> Index:
     index.lexicon = Lexicon.from_state(state["lexicon"])
     index._text_fields = list(state["text_fields"])
     index.value_fields = set(state.get("value_fields", []))
+    # Older snapshots indexed values on demand only: their fields stay so (a field they hold but
+    # did not index is indexed on first use); fields first written after the load are indexed then.
+    index.auto_value_fields = set(state.get("auto_value_fields", [])) & index.value_fields
     for path, saved in state["postings"].items():
         postings = FieldPostings()
         postings.load_saved(np.frombuffer(saved["term_ids"], dtype=np.uint32),
