@@ -17,7 +17,7 @@ from pyroaring import BitMap, FrozenBitMap
 
 from roarsearch.index.bitmaps import bitmap_from_array
 from roarsearch.index.columns import FieldColumns, NumericColumn, ValueColumn
-from roarsearch.index.docstore import id_sort_key
+from roarsearch.index.docstore import RecordId, id_sort_key
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
@@ -96,7 +96,9 @@ def index_from_state(state: dict[str, Any]) -> Index:
     docstore.record_ids = list(docs_state["record_ids"])
     docstore.payloads = list(docs_state["payloads"])
     docstore.alive = FrozenBitMap.deserialize(docs_state["alive"])
-    docstore.doc_of = {record_id: doc for doc, record_id in enumerate(docstore.record_ids) if record_id is not None}
+    doc_of: dict[RecordId | None, int] = dict(zip(docstore.record_ids, range(len(docstore.record_ids))))  # C speed
+    doc_of.pop(None, None)  # retired docs' ids are None
+    docstore.doc_of = doc_of  # type: ignore[assignment]  # None is gone
     docstore.ids_in_doc_order = bool(docs_state["ids_in_doc_order"])
     last_id = docs_state["last_id"]
     docstore._last_id_key = None if last_id is None else id_sort_key(last_id)
