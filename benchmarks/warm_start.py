@@ -15,7 +15,11 @@ Each probe is repeated ``--repeat`` times (a new process each time); medians are
 
 Corpus: ``benchmarks.datasets`` places (real GeoNames first, then deterministic scaled copies).
 
-How to run: ``python -m benchmarks.warm_start --records 100000 [--repeat 3] [--json]``
+Also ``--ingest-ab``: in-memory ingest with fields indexed as exact values at write time and
+without (the behaviour before), in alternating fresh processes — records/s and resident memory.
+
+How to run: ``python -m benchmarks.warm_start --records 100000 [--repeat 3] [--json]``;
+``python -m benchmarks.warm_start --records 100000 --ingest-ab``
 """
 
 from __future__ import annotations
@@ -66,11 +70,55 @@ print(json.dumps({"open_s": opened - imported, "first_ms": (searched - opened) *
 """
 
 
+_INGEST_CHILD = r"""
+import gc, json, sys, time
+from benchmarks.datasets import iter_batches, jsonl_path
+from roarsearch import Engine
+
+def rss():
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024 / 1e6
+
+engine = Engine()
+engine.add_records("places", [{"id": -1}])
+index = engine._collection("places").index
+index.auto_values = sys.argv[2] == "on"
+gc.collect()
+before = rss()
+ingest = 0.0
+for batch in iter_batches(jsonl_path("places", int(sys.argv[1])), 10_000):
+    started = time.perf_counter()
+    engine.add_records("places", batch)
+    ingest += time.perf_counter() - started
+del batch
+gc.collect()
+print(json.dumps({"ingest_s": ingest, "rss_mb": rss() - before, "value_fields": sorted(index.value_fields)}))
+"""
+
+
+def ingest_ab(records: int, repeat: int) -> dict[str, Any]:
+    """In-memory ingest with fields indexed at write time ("on") and without ("off", the old
+    behaviour), alternating fresh processes: records/s and the index's resident memory."""
+    runs: dict[str, list[dict[str, Any]]] = {"on": [], "off": []}
+    for _ in range(repeat):
+        for mode in ("off", "on"):
+            done = subprocess.run([sys.executable, "-c", _INGEST_CHILD, str(records), mode], capture_output=True,
+                                  text=True, check=True)
+            runs[mode].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {mode: {"records_per_s": round(records / statistics.median(run["ingest_s"] for run in found)),
+                   "index_rss_mb": round(statistics.median(run["rss_mb"] for run in found), 1),
+                   "runs_s": [round(run["ingest_s"], 2) for run in found],
+                   "value_fields": found[0]["value_fields"]}
+            for mode, found in runs.items()}
+
+
 def directory_size(path: str) -> int:
     return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names)
 
 
-def build(directory: str, records: int) -> dict[str, float]:
+def build(directory: str, records: int) -> dict[str, Any]:
     from roarsearch import Engine
 
     path = jsonl_path("places", records)
@@ -82,9 +130,14 @@ def build(directory: str, records: int) -> dict[str, float]:
         engine.add_records("places", batch)
         ingest_s += time.perf_counter() - started
         count += len(batch)
+    index = engine._collection("places").index
+    value_columns = {path: index.columns[path].values for path in sorted(index.value_fields)}
+    values = {path: {"values": len(column.values), "pairs_mb": round(sum(a.nbytes for a in column.pairs()) / 1e6, 1),
+                     "first_mb": round(column.first.data.nbytes / 1e6, 1)}
+              for path, column in value_columns.items() if column is not None}
     started = time.perf_counter()
     engine.close()
-    return {"records": count, "ingest_s": round(ingest_s, 2), "records_per_s": round(count / ingest_s),
+    return {"value_columns": values,"records": count, "ingest_s": round(ingest_s, 2), "records_per_s": round(count / ingest_s),
             "close_snapshot_s": round(time.perf_counter() - started, 2),
             "disk_mb": round(directory_size(directory) / 1e6, 1)}
 
@@ -103,7 +156,12 @@ def main() -> None:
     parser.add_argument("--probes", default=",".join(PROBES), help="comma-separated subset of " + ",".join(PROBES))
     parser.add_argument("--dir", help="reuse (or create) this data directory instead of a temporary one")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--ingest-ab", action="store_true",
+                        help="instead: in-memory ingest with and without write-time value indexing")
     args = parser.parse_args()
+    if args.ingest_ab:
+        print(json.dumps(ingest_ab(args.records, args.repeat)))
+        return
     directory = args.dir or tempfile.mkdtemp(prefix="roarsearch-warm-")
     results: dict[str, Any] = {}
     try:
