@@ -127,6 +127,10 @@ def _compare_columns(loaded: Index, rebuilt: Index, problems: _Problems) -> None
                 problems.append(f"column {path!r} {kind}: its doc bitmap disagrees with its pairs")
         left_numeric = getattr(left_columns, "numeric", None)
         right_numeric = getattr(right_columns, "numeric", None)
+        if left_numeric is not None:  # its value order (saved in snapshots) must sort its own pairs
+            _docs, values = left_numeric.pairs()
+            if not np.array_equal(left_numeric.sort_order(), np.argsort(values, kind="stable")):
+                problems.append(f"column {path!r} numeric: its value order does not sort its values")
         if left_numeric is not None and right_numeric is not None:
             if right_numeric.multi_valued and not left_numeric.multi_valued:
                 problems.append(f"column {path!r} numeric: marked single-valued, but records hold several values")

@@ -66,7 +66,8 @@ def index_to_state(index: Index) -> dict[str, Any]:
             docs, values = columns.numeric.pairs()
             state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
                                 "min": _bytes(columns.numeric.minimum.data), "max": _bytes(columns.numeric.maximum.data),
-                                "first": _bytes(columns.numeric.first.data)}
+                                "first": _bytes(columns.numeric.first.data),
+                                "order": _bytes(columns.numeric.sort_order())}
         if columns.values is not None:
             docs, value_ids = columns.values.pairs()
             state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
@@ -133,6 +134,8 @@ def index_from_state(state: dict[str, Any]) -> Index:
             # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
             # several values has adjacent pairs.
             numeric.multi_valued = bool(docs.size > 1 and (docs[1:] == docs[:-1]).any())
+            if "order" in saved["numeric"]:  # older snapshots: sorted on first use
+                numeric.load_order(_array(saved["numeric"]["order"], np.uint32))
             columns.numeric = numeric
         if "values" in saved:
             values = ValueColumn()

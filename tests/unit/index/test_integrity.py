@@ -103,6 +103,14 @@ def _garble_typo_keys(index: Index) -> None:
     lexicon._deletions.ids[: lexicon._deletions.ids.size // 2] = 0
 
 
+def _swap_numeric_order(index: Index) -> None:
+    numeric = index.columns["price"].numeric
+    assert numeric is not None
+    order = numeric.sort_order().copy()
+    order[[0, -1]] = order[[-1, 0]]
+    numeric._order = order
+
+
 def _swap_sorted_view(index: Index) -> None:
     lexicon = index.lexicon
     sorted_ids, _tails = lexicon.sorted_order()
@@ -127,6 +135,7 @@ DAMAGE: list[tuple[str, Callable[[Index], None], str]] = [
     ("column doc bitmap", _drop_column_doc, "column 'price' numeric: its doc bitmap"),
     ("exists", _drop_exists, "column 'tag' exists"),
     ("lexicon", _garble_typo_keys, "lexicon: the deletion typo index"),
+    ("numeric order", _swap_numeric_order, "column 'price' numeric: its value order"),
     ("sorted prefix view", _swap_sorted_view, "lexicon: the sorted prefix view"),
     ("tail prefix view", _swap_tail_view, "lexicon: the tail prefix view"),
 ]

@@ -112,3 +112,15 @@ def test_fields_an_older_snapshot_did_not_index_stay_on_demand() -> None:
 
 def test_auto_value_limit_is_shared() -> None:
     assert writer.AUTO_VALUE_LIMIT == columns.AUTO_VALUE_LIMIT
+
+
+def test_numeric_value_order_survives_a_state_round_trip() -> None:
+    index = Index()
+    index.add_records([{"id": i, "n": [(i * 7) % 11, 3]} for i in range(50)])
+    loaded = index_from_state(index_to_state(index))
+    numeric = loaded.columns["n"].numeric
+    assert numeric is not None and numeric._order is not None  # adopted, not sorted again
+    assert loaded.number_range("n", 2, True, 4, True).to_array().tolist() == list(range(50))
+    assert loaded.number_range("n", 9, True, None, True) == index.number_range("n", 9, True, None, True)
+    loaded.add_records([{"id": 100, "n": 1.5}])
+    assert numeric._order is None and 100 in {loaded.docs.record_ids[d] for d in loaded.number_range("n", 1, True, 2, True)}
