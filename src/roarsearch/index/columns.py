@@ -37,6 +37,12 @@ from roarsearch.index.cache import IndexCache
 #: a facet of paragraphs helps no one and would double the memory of long text fields.
 MAX_VALUE_LENGTH = 256
 
+#: A field's exact values are indexed as it is written, from its first record, while it has at
+#: most this many distinct values (countries, categories, tags, flags: a first facet, equality
+#: filter or sort costs nothing after a restart). A field that grows past it (names, titles) is
+#: dropped from write-time indexing and indexed from the stored records on first use instead.
+AUTO_VALUE_LIMIT = 65_536
+
 
 def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
     """Join the (doc, value) chunks appended by writes, and keep the joined arrays as the only chunk."""
@@ -51,7 +57,7 @@ def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype:
 class NumericColumn:
     """Numbers of one field: (doc, value) pairs, a lazily sorted view, per-doc min and max."""
 
-    __slots__ = ("_docs", "_values", "_flat", "_sorted", "minimum", "maximum", "first", "docs", "multi_valued",
+    __slots__ = ("_docs", "_values", "_flat", "_sorted", "_order", "minimum", "maximum", "first", "docs", "multi_valued",
                  "version", "_lock")
 
     def __init__(self) -> None:
@@ -61,6 +67,8 @@ class NumericColumn:
         self._values: list[np.ndarray] = []
         self._flat: tuple[np.ndarray, np.ndarray] | None = None
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
+        #: The stable value order of ``pairs()`` (saved in snapshots: a load gathers instead of sorting).
+        self._order: np.ndarray | None = None
         self.minimum = GrowableArray(np.float64, np.nan)
         self.maximum = GrowableArray(np.float64, np.nan)
         #: Per doc, its first number in element order (grouping by an array's first element).
@@ -80,6 +88,7 @@ class NumericColumn:
         self._values.append(values)
         self._flat = None
         self._sorted = None
+        self._order = None
         self.version += 1
         top = int(docs.max()) + 1
         self.minimum.ensure(top)
@@ -109,10 +118,26 @@ class NumericColumn:
             with self._lock:
                 if self._sorted is None:
                     docs, values = self.pairs()
-                    order = np.argsort(values, kind="stable")
+                    order = self.sort_order()
                     self._sorted = (values[order], docs[order])
                 found = self._sorted
         return found
+
+    def sort_order(self) -> np.ndarray:
+        """Indexes of ``pairs()`` in stable value order (uint32)."""
+        order = self._order
+        if order is None:
+            with self._lock:
+                if self._order is None:
+                    _docs, values = self.pairs()
+                    self._order = np.argsort(values, kind="stable").astype(np.uint32)
+                order = self._order
+        return order
+
+    def load_order(self, order: np.ndarray) -> None:
+        """Adopt a saved :meth:`sort_order` (ignored unless it fits the pairs)."""
+        if order.size == self.pairs()[0].size:
+            self._order = order
 
     def range(self, low: float | None, low_inclusive: bool, high: float | None, high_inclusive: bool,
               within: AbstractBitMap | None = None) -> AbstractBitMap:

@@ -53,9 +53,17 @@ class Index:
         #: Advanced by every write; entries of ``cache`` made before it are never returned.
         self.generation = 0
         self.cache = IndexCache()
-        #: Fields whose exact values (short strings, booleans) are indexed. A field joins on first
-        #: use (facet, equality filter, sort, group) and is then kept up to date by every write.
+        #: Fields whose exact values (short strings, booleans) are indexed and kept up to date by
+        #: every write. A field joins when it first appears (write time, see ``auto_value_fields``)
+        #: or, if it was left out, on first use (facet, equality filter, sort, group).
         self.value_fields: set[str] = set()
+        #: The value fields indexed since their first write rather than on demand: they leave
+        #: ``value_fields`` once they exceed :data:`~roarsearch.index.columns.AUTO_VALUE_LIMIT`
+        #: distinct values.
+        self.auto_value_fields: set[str] = set()
+        #: Whether fields new to the index are indexed at write time (the integrity check's rebuild
+        #: turns it off and indexes exactly the original's value fields).
+        self.auto_values = True
         self._value_build_lock = threading.Lock()
 
     # ------------------------------------------------------------------ writes (see index.writer)
@@ -149,11 +157,12 @@ class Index:
     def value_column(self, path: str) -> ValueColumn | None:
         """The exact values of ``path``, indexing them from the stored records on first use.
 
-        Why lazily: a schemaless engine cannot know which of its string fields will be faceted,
-        filtered or sorted on, and indexing every distinct string of every field (names, titles,
-        cast lists) costs more memory than the rest of the index. The first request that needs a
-        field pays one pass over the stored records (about a second per million records); every
-        write after that maintains the column, and snapshots keep it.
+        Most fields never get here: a field is indexed from its first write while it has at most
+        :data:`~roarsearch.index.columns.AUTO_VALUE_LIMIT` distinct values. The others (names,
+        titles, cast lists) would cost more memory than the rest of the index if all were kept,
+        and a schemaless engine cannot know which will be faceted, filtered or sorted on: the
+        first request that needs one pays a pass over the stored records (seconds per million
+        records); every write after that maintains the column, and snapshots keep it.
         """
         columns = self.columns.get(path)
         if columns is None:
@@ -172,6 +181,9 @@ class Index:
         return self.columns.get(path)
 
     def _build_value_column(self, path: str) -> ValueColumn | None:
+        columns = self.columns.get(path)
+        if columns is None or not (columns.has_text or columns.has_bool):
+            return None  # numbers only (a sort or numeric facet): no record needs reading
         parts = path.split(".")
         unpackb = msgpack.unpackb
         payloads = self.docs.payloads

@@ -5,7 +5,7 @@ Owns: :func:`rebuild_index` (a fresh index from the live stored records alone) a
 differ between the two): the live record ids, each term's postings, every token position, each
 column kind (``exists``, numeric pairs, per-doc minimum and maximum, the single/multi-valued flag,
 exact-value pairs and each column's doc bitmap), and the lexicon (every term known, ids
-consistent, typo keys equal to those recomputed from the terms). A difference in any of them
+consistent, typo keys and the sorted prefix views equal to those recomputed from the terms). A difference in any of them
 means the index does not answer as its records say it should, and is named in the report.
 """
 
@@ -31,6 +31,7 @@ def rebuild_index(index: Index) -> Index:
     """A fresh index from the live stored records of ``index``, in doc order."""
     rebuilt = Index()
     rebuilt.value_fields = set(index.value_fields)  # index the same exact values as the original
+    rebuilt.auto_values = False  # ... and no others (none dropped either: auto_value_fields stays empty)
     live = [index.docs.record(doc) for doc in index.alive]
     for start in range(0, len(live), 10_000):
         rebuilt.add_records(live[start:start + 10_000])
@@ -129,6 +130,10 @@ def _compare_columns(loaded: Index, rebuilt: Index, problems: _Problems) -> None
                 problems.append(f"column {path!r} {kind}: its doc bitmap disagrees with its pairs")
         left_numeric = getattr(left_columns, "numeric", None)
         right_numeric = getattr(right_columns, "numeric", None)
+        if left_numeric is not None:  # its value order (saved in snapshots) must sort its own pairs
+            _docs, values = left_numeric.pairs()
+            if not np.array_equal(left_numeric.sort_order(), np.argsort(values, kind="stable")):
+                problems.append(f"column {path!r} numeric: its value order does not sort its values")
         if left_numeric is not None and right_numeric is not None:
             if right_numeric.multi_valued and not left_numeric.multi_valued:
                 problems.append(f"column {path!r} numeric: marked single-valued, but records hold several values")
@@ -173,10 +178,19 @@ def _compare_lexicon(loaded: Index, rebuilt: Index, problems: _Problems) -> None
     if wrong:
         problems.append(f"lexicon: {len(wrong)} term ids do not map back to their terms")
     # The typo keys must be those the terms give: recompute them from the term list alone.
-    saved, fresh = lexicon.to_state(), Lexicon.from_terms(lexicon.terms()).to_state()
+    fresh_lexicon = Lexicon.from_terms(lexicon.terms())
+    saved, fresh = lexicon.to_state(), fresh_lexicon.to_state()
     for name in ("deletion", "trigram"):
         if not np.array_equal(_key_pairs(saved, name), _key_pairs(fresh, name)):
             problems.append(f"lexicon: the {name} typo index differs from the one its terms give")
+    # The prefix views (saved in snapshots) must be the terms' own order, and read back as such.
+    for name, left, right in zip(("sorted", "tail"), lexicon.sorted_order(), fresh_lexicon.sorted_order()):
+        if not np.array_equal(left, right):
+            problems.append(f"lexicon: the {name} prefix view differs from the order of its terms")
+    views = ((lexicon._sorted_terms, fresh_lexicon._sorted_terms), (lexicon._sorted_tails, fresh_lexicon._sorted_tails))
+    for name, (left_view, right_view) in zip(("sorted", "tail"), views):
+        if len(left_view) != len(right_view) or list(left_view[:]) != list(right_view[:]):
+            problems.append(f"lexicon: the {name} prefix view does not read back the terms in order")
 
 
 def _key_pairs(state: dict[str, Any], name: str) -> np.ndarray:

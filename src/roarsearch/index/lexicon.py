@@ -22,11 +22,14 @@ arrays are saved in snapshots as they are (``KEY_SCHEME`` marks their hashing).
 
 from __future__ import annotations
 
+import array
 import bisect
 import threading
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
+import numpy.ma  # np.unique imports it on first call (0.1-0.2 s): pay that at import, not in a first search
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
@@ -183,18 +186,55 @@ class _KeyIndex:
         return ids[index], which
 
 
+class _PermutedTerms(Sequence[str]):
+    """The terms in a saved order (``ids``), read through without building a list of them: a
+    snapshot's sorted views are usable for binary search the moment it is loaded. ``skip`` drops
+    that many leading characters (the tails view)."""
+
+    __slots__ = ("_terms", "_ids", "_skip")
+
+    def __init__(self, terms: list[str], ids: np.ndarray, skip: int = 0) -> None:
+        self._terms = terms
+        # An array.array indexes to plain ints at C speed (a numpy scalar per step costs more).
+        self._ids = array.array("I", ids.astype(np.uint32).tobytes())
+        self._skip = skip
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._terms[term_id][self._skip:] for term_id in self._ids[index]]
+        return self._terms[self._ids[index]][self._skip:]
+
+    def materialise(self) -> list[str]:
+        terms = self._terms
+        if not self._skip:
+            return list(map(terms.__getitem__, self._ids))
+        return [terms[term_id][self._skip:] for term_id in self._ids]
+
+
 class Lexicon:
     """Every distinct term of one collection (all fields together), with typo and prefix search."""
 
     def __init__(self) -> None:
-        self._ids: dict[str, int] = {}
+        #: term → id; None after a snapshot load until the first write needs it (lookups then
+        #: binary-search the saved sorted view, so opening does not hash every term).
+        self._ids: dict[str, int] | None = {}
         self._terms: list[str] = []
-        # Prefix search: sorted terms and their ids, for terms up to ``_sorted_upto``.
-        self._sorted_terms: list[str] = []
+        # Prefix search: sorted terms and their ids, for terms up to ``_sorted_upto``. The id
+        # arrays are saved in snapshots; after a load the term sequences are views over them.
+        self._sorted_terms: Sequence[str] = []
         self._sorted_ids = np.empty(0, dtype=np.uint32)
         self._sorted_upto = 0
         # Terms without their first letter, sorted: typos in the first letter of a prefix.
-        self._sorted_tails: list[str] = []
+        self._sorted_tails: Sequence[str] = []
         self._tail_ids = np.empty(0, dtype=np.uint32)
         self._deletions = _KeyIndex()
         self._trigrams = _KeyIndex()
@@ -212,17 +252,35 @@ class Lexicon:
         Ingest's hot path: known terms resolve in one C-level ``map``; only new ones cost Python
         work, and their typo keys are computed lazily, at the first typo lookup.
         """
-        get = self._ids.get
+        id_map = self._id_map()
+        get = id_map.get
         found = list(map(get, terms))
         if None in found:
             for term in dict.fromkeys(term for term, term_id in zip(terms, found) if term_id is None):
-                self._ids[term] = len(self._terms)
+                id_map[term] = len(self._terms)
                 self._terms.append(term)
             found = list(map(get, terms))
         return np.asarray(found, dtype=np.uint32)
 
     def id_of(self, term: str) -> int | None:
-        return self._ids.get(term)
+        ids = self._ids
+        if ids is not None:
+            return ids.get(term)
+        # Loaded and not written since: the saved sorted view holds every term.
+        sorted_terms = self._sorted_terms
+        position = bisect.bisect_left(sorted_terms, term)
+        if position < len(sorted_terms) and sorted_terms[position] == term:
+            return int(self._sorted_ids[position])
+        return None
+
+    def _id_map(self) -> dict[str, int]:
+        ids = self._ids
+        if ids is None:
+            with self._maintenance:
+                if self._ids is None:
+                    self._ids = dict(zip(self._terms, range(len(self._terms))))
+                ids = self._ids
+        return ids
 
     def term_of(self, term_id: int) -> str:
         return self._terms[term_id]
@@ -274,8 +332,14 @@ class Lexicon:
         # strings (not tuples) and mapping them back to ids keeps the work in C.
         new_ids = range(self._sorted_upto, len(self._terms))
         new_terms = self._terms[self._sorted_upto:]
+        # Views of a loaded snapshot become lists at the first merge (the cost of one lookup).
+        if isinstance(self._sorted_terms, _PermutedTerms):
+            self._sorted_terms = self._sorted_terms.materialise()
+        if isinstance(self._sorted_tails, _PermutedTerms):
+            self._sorted_tails = self._sorted_tails.materialise()
+        assert isinstance(self._sorted_terms, list) and isinstance(self._sorted_tails, list)
         self._sorted_terms = sorted(self._sorted_terms + new_terms)
-        self._sorted_ids = np.fromiter(map(self._ids.__getitem__, self._sorted_terms), dtype=np.uint32,
+        self._sorted_ids = np.fromiter(map(self._id_map().__getitem__, self._sorted_terms), dtype=np.uint32,
                                        count=len(self._sorted_terms))
         tails = self._sorted_tails + [term[1:] for term in new_terms]
         tail_ids = np.concatenate((self._tail_ids, np.asarray(new_ids, dtype=np.uint32)))
@@ -296,7 +360,7 @@ class Lexicon:
     def typo_candidates(self, word: str, max_typos: int) -> list[tuple[int, int]]:
         """(term id, OSA distance) of every term within ``max_typos`` of ``word`` (itself included)."""
         if max_typos <= 0:
-            term_id = self._ids.get(word)
+            term_id = self.id_of(word)
             return [] if term_id is None else [(term_id, 0)]
         self._index_new_terms()
         if max_typos == 1:
@@ -397,11 +461,19 @@ class Lexicon:
 
     # ------------------------------------------------------------------ state
 
+    def sorted_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids in term order, term ids in order of their terms without the first letter; ties
+        by id) — the prefix views, brought up to date."""
+        self._sorted_view()
+        return self._sorted_ids, self._tail_ids
+
     def to_state(self) -> dict[str, Any]:
         self._index_new_terms()
         self._deletions.merge()
         self._trigrams.merge()
+        sorted_ids, tail_ids = self.sorted_order()
         return {
+            "sorted_ids": sorted_ids.tobytes(), "tail_ids": tail_ids.tobytes(),
             "key_scheme": KEY_SCHEME,
             "terms": "\x00".join(self._terms),
             "count": len(self._terms),
@@ -414,7 +486,7 @@ class Lexicon:
         lexicon = cls()
         terms = state["terms"].split("\x00") if state["count"] else []
         lexicon._terms = terms
-        lexicon._ids = {term: term_id for term_id, term in enumerate(terms)}
+        lexicon._ids = None  # built by the first write; until then id_of searches the sorted view
         if state.get("key_scheme") == KEY_SCHEME:
             for index, prefix in ((lexicon._deletions, "deletion"), (lexicon._trigrams, "trigram")):
                 index.keys = np.frombuffer(state[f"{prefix}_keys"], dtype=np.uint32).copy()
@@ -422,5 +494,15 @@ class Lexicon:
             lexicon._indexed_upto = len(terms)
         else:  # an older key scheme: the typo indexes are rebuilt from the terms on first use
             lexicon._indexed_upto = 0
+        if "sorted_ids" in state:  # older snapshots lack the prefix views: sorted on first use
+            sorted_ids = np.frombuffer(state["sorted_ids"], dtype=np.uint32).copy()
+            tail_ids = np.frombuffer(state["tail_ids"], dtype=np.uint32).copy()
+            if sorted_ids.size == tail_ids.size == len(terms):
+                lexicon._sorted_ids, lexicon._tail_ids = sorted_ids, tail_ids
+                lexicon._sorted_terms = _PermutedTerms(terms, sorted_ids)
+                lexicon._sorted_tails = _PermutedTerms(terms, tail_ids, skip=1)
+                lexicon._sorted_upto = len(terms)
+        if lexicon._sorted_upto != len(terms):
+            lexicon._ids = dict(zip(terms, range(len(terms))))
         return lexicon
 

@@ -79,17 +79,14 @@ class FieldPostings:
     def bitmap(self, term_ids: list[int]) -> AbstractBitMap:
         """Docs containing any of ``term_ids`` in this field."""
         postings = self.terms
-        if self._saved is None:
-            found = [postings[term] for term in term_ids if term in postings]
-        else:
-            found = [bitmap for bitmap in map(self._get, term_ids) if bitmap is not None]
+        if self._saved is not None:
+            missing = [term for term in term_ids if term not in postings]
+            if missing:
+                self._load_many(missing)
+        found = [postings[term] for term in term_ids if term in postings]
         if not found:
             return EMPTY
         return union_all(found)
-
-    def _get(self, term: int) -> AbstractBitMap | None:
-        bitmap = self.terms.get(term)
-        return bitmap if bitmap is not None else self._load(term)
 
     def _load(self, term: int) -> AbstractBitMap | None:
         """Deserialise a saved term's bitmap (None when the term never occurred in this field)."""
@@ -97,13 +94,29 @@ class FieldPostings:
             if self._saved is None or term in self.terms:  # another reader got here first
                 return self.terms.get(term)
             term_ids, starts, ends, blob = self._saved
-            position = int(np.searchsorted(term_ids, term))
+            position = int(np.searchsorted(term_ids, np.uint32(term)))  # a Python int would cast the whole array
             if position >= term_ids.size or int(term_ids[position]) != term:
                 return None
             # pyroaring reads any buffer; its stubs say bytes (a copy here would cost the lazy load its point)
             bitmap = BitMap.deserialize(blob[int(starts[position]):int(ends[position])])  # type: ignore[arg-type]
             self.terms[term] = bitmap
             return bitmap
+
+    def _load_many(self, wanted: list[int]) -> None:
+        """Deserialise the saved bitmaps of ``wanted`` terms (one binary search for all of them)."""
+        with self._lock:
+            if self._saved is None:
+                return
+            term_ids, starts, ends, blob = self._saved
+            if term_ids.size == 0:
+                return
+            query = np.asarray(wanted, dtype=np.uint32)
+            positions = np.minimum(np.searchsorted(term_ids, query), term_ids.size - 1)
+            hit = term_ids[positions] == query
+            terms = self.terms
+            for term, start, end in zip(query[hit].tolist(), starts[positions[hit]].tolist(), ends[positions[hit]].tolist()):
+                if term not in terms:
+                    terms[term] = BitMap.deserialize(blob[start:end])  # type: ignore[arg-type]  # any buffer works
 
     def load_saved(self, term_ids: np.ndarray, offsets: np.ndarray, blob: bytes) -> None:
         """Keep serialised bitmaps (bitmap i is ``blob[offsets[i]:offsets[i+1]]``) for first use."""

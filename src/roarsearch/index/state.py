@@ -18,7 +18,7 @@ from pyroaring import BitMap, FrozenBitMap
 from roarsearch.errors import BadRequestError
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.columns import FieldColumns, NumericColumn, ValueColumn
-from roarsearch.index.docstore import id_sort_key
+from roarsearch.index.docstore import RecordId, id_sort_key
 from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
@@ -69,7 +69,8 @@ def index_to_state(index: Index) -> dict[str, Any]:
             docs, values = columns.numeric.pairs()
             state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
                                 "min": _bytes(columns.numeric.minimum.data), "max": _bytes(columns.numeric.maximum.data),
-                                "first": _bytes(columns.numeric.first.data)}
+                                "first": _bytes(columns.numeric.first.data),
+                                "order": _bytes(columns.numeric.sort_order())}
         if columns.values is not None:
             docs, value_ids = columns.values.pairs()
             state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
@@ -83,6 +84,7 @@ def index_to_state(index: Index) -> dict[str, Any]:
         "lexicon": index.lexicon.to_state(),
         "text_fields": index._text_fields,
         "value_fields": sorted(index.value_fields),
+        "auto_value_fields": sorted(index.auto_value_fields),
         "postings": postings_state,
         "columns": columns_state,
         "geo": index.geo.to_state(),
@@ -99,13 +101,18 @@ def index_from_state(state: dict[str, Any]) -> Index:
     docstore.record_ids = list(docs_state["record_ids"])
     docstore.payloads = list(docs_state["payloads"])
     docstore.alive = FrozenBitMap.deserialize(docs_state["alive"])
-    docstore.doc_of = {record_id: doc for doc, record_id in enumerate(docstore.record_ids) if record_id is not None}
+    doc_of: dict[RecordId | None, int] = dict(zip(docstore.record_ids, range(len(docstore.record_ids))))  # C speed
+    doc_of.pop(None, None)  # retired docs' ids are None
+    docstore.doc_of = doc_of  # type: ignore[assignment]  # None is gone
     docstore.ids_in_doc_order = bool(docs_state["ids_in_doc_order"])
     last_id = docs_state["last_id"]
     docstore._last_id_key = None if last_id is None else id_sort_key(last_id)
     index.lexicon = Lexicon.from_state(state["lexicon"])
     index._text_fields = list(state["text_fields"])
     index.value_fields = set(state.get("value_fields", []))
+    # Older snapshots indexed values on demand only: their fields stay so (a field they hold but
+    # did not index is indexed on first use); fields first written after the load are indexed then.
+    index.auto_value_fields = set(state.get("auto_value_fields", [])) & index.value_fields
     for path, saved in state["postings"].items():
         postings = FieldPostings()
         postings.load_saved(np.frombuffer(saved["term_ids"], dtype=np.uint32),
@@ -131,6 +138,8 @@ def index_from_state(state: dict[str, Any]) -> Index:
             # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
             # several values has adjacent pairs.
             numeric.multi_valued = bool(docs.size > 1 and (docs[1:] == docs[:-1]).any())
+            if "order" in saved["numeric"]:  # older snapshots: sorted on first use
+                numeric.load_order(_array(saved["numeric"]["order"], np.uint32))
             columns.numeric = numeric
         if "values" in saved:
             values = ValueColumn()

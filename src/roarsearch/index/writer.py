@@ -12,13 +12,14 @@ The only per-record Python work is walking each record's leaves once.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.analyzer import analyze_batch
-from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns
+from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldColumns
 from roarsearch.index.docstore import RecordId
 from roarsearch.index.geo import extract_points
 from roarsearch.index.postings import FieldPostings
@@ -53,10 +54,24 @@ class _BatchFields:
         self.present: list[int] = []
 
 
-def _fields_of(by_field: dict[str, _BatchFields], path: str, value_fields: set[str]) -> _BatchFields:
+class _ValuePolicy:
+    """Which fields of a batch have their exact values collected: those already indexed, and
+    (when the index indexes new fields at write time) every field the index has never seen."""
+
+    __slots__ = ("value_fields", "known")
+
+    def __init__(self, index: Index) -> None:
+        self.value_fields = index.value_fields
+        self.known: Collection[str] | None = index.columns if index.auto_values else None
+
+    def keeps(self, path: str) -> bool:
+        return path in self.value_fields or (self.known is not None and path not in self.known)
+
+
+def _fields_of(by_field: dict[str, _BatchFields], path: str, value_fields: _ValuePolicy) -> _BatchFields:
     fields = by_field.get(path)
     if fields is None:
-        fields = by_field[path] = _BatchFields(path in value_fields)
+        fields = by_field[path] = _BatchFields(value_fields.keeps(path))
     return fields
 
 
@@ -86,7 +101,7 @@ def _add_texts(fields: _BatchFields, path: str, doc: int, values: list[str], fir
 
 
 def _collect_flat(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFields], first_texts: list[str],
-                  value_fields: set[str]) -> bool:
+                  value_fields: _ValuePolicy) -> bool:
     """Collect a record whose values are scalars or arrays of scalars (the common shape) without
     the generic leaf walk; returns False, having collected nothing, for any other shape."""
     for value in record.values():
@@ -128,7 +143,7 @@ def _add_leaf(fields: _BatchFields, path: str, doc: int, element: int, value: An
 
 
 def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFields], first_texts: list[str],
-                    value_fields: set[str]) -> None:
+                    value_fields: _ValuePolicy) -> None:
     for path, element, value in iter_leaves(record):
         fields = _fields_of(by_field, path, value_fields)
         fields.present.append(doc)
@@ -142,7 +157,7 @@ def add_records(index: Index, records: list[dict[str, Any]]) -> None:
     index.geo.add(new_docs[positions], lat, lng)
     by_field: dict[str, _BatchFields] = {}
     first_texts: list[str] = []
-    value_fields = index.value_fields
+    value_fields = _ValuePolicy(index)
     for doc, record in zip(new_docs.tolist(), records):
         if not _collect_flat(doc, record, by_field, first_texts, value_fields):
             _collect_nested(doc, record, by_field, first_texts, value_fields)
@@ -171,10 +186,19 @@ def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
             postings.add(docs, term_ids, positions.astype(np.uint32))
     if fields.numbers:
         columns.numeric_column().add(np.asarray(fields.number_docs, dtype=np.uint32), np.asarray(fields.numbers))
+    if fields.keep_values and path not in index.value_fields:  # a new field, indexed from its first value
+        index.value_fields.add(path)
+        index.auto_value_fields.add(path)
     if fields.value_keys and path in index.value_fields:
         value_column = columns.value_column()
         value_ids = value_column.intern_many(fields.value_keys)
         value_column.add(np.asarray(fields.value_docs, dtype=np.uint32), value_ids)
+        if path in index.auto_value_fields and len(value_column.values) > AUTO_VALUE_LIMIT:
+            # Too many distinct values (names, titles): not worth their memory until a request
+            # asks for them; the field is then indexed from the stored records like any other.
+            columns.values = None
+            index.value_fields.discard(path)
+            index.auto_value_fields.discard(path)
 
 
 def delete_ids(index: Index, record_ids: list[RecordId]) -> list[bool]:

@@ -3,7 +3,7 @@
 - ``Engine.check()`` finds nothing wrong with an index built by writes (adds, upserts, deletes);
 - damaging any one structure a query reads — a term's postings, a token position, numeric pairs,
   the per-doc minimum or maximum, the multi-valued flag, exact-value pairs, a column's doc bitmap,
-  ``exists``, the lexicon's typo keys — makes ``check()`` report a problem that names it;
+  ``exists``, the lexicon's typo keys and sorted prefix views — makes ``check()`` report a problem that names it;
 - a snapshot round trip keeps multi-valued numeric fields whole (the flag is derived on load).
 """
 
@@ -103,6 +103,28 @@ def _garble_typo_keys(index: Index) -> None:
     lexicon._deletions.ids[: lexicon._deletions.ids.size // 2] = 0
 
 
+def _swap_numeric_order(index: Index) -> None:
+    numeric = index.columns["price"].numeric
+    assert numeric is not None
+    order = numeric.sort_order().copy()
+    order[[0, -1]] = order[[-1, 0]]
+    numeric._order = order
+
+
+def _swap_sorted_view(index: Index) -> None:
+    lexicon = index.lexicon
+    sorted_ids, _tails = lexicon.sorted_order()
+    lexicon._sorted_ids = sorted_ids.copy()
+    lexicon._sorted_ids[[0, 1]] = lexicon._sorted_ids[[1, 0]]
+
+
+def _swap_tail_view(index: Index) -> None:
+    lexicon = index.lexicon
+    _sorted, tail_ids = lexicon.sorted_order()
+    lexicon._tail_ids = tail_ids.copy()
+    lexicon._tail_ids[[0, -1]] = lexicon._tail_ids[[-1, 0]]
+
+
 DAMAGE: list[tuple[str, Callable[[Index], None], str]] = [
     ("postings", _drop_posting, "postings 'title' term 'star'"),
     ("positions", _shift_position, "positions 'title'"),
@@ -113,6 +135,9 @@ DAMAGE: list[tuple[str, Callable[[Index], None], str]] = [
     ("column doc bitmap", _drop_column_doc, "column 'price' numeric: its doc bitmap"),
     ("exists", _drop_exists, "column 'tag' exists"),
     ("lexicon", _garble_typo_keys, "lexicon: the deletion typo index"),
+    ("numeric order", _swap_numeric_order, "column 'price' numeric: its value order"),
+    ("sorted prefix view", _swap_sorted_view, "lexicon: the sorted prefix view"),
+    ("tail prefix view", _swap_tail_view, "lexicon: the tail prefix view"),
 ]
 
 
