@@ -2,7 +2,8 @@
 
 Owns: the mapping between external *record ids* (int or str) and internal *doc ids* (dense
 uint32, assigned in increasing order and never reused), the records themselves stored as msgpack
-bytes (one ``bytes`` object per doc, not a dict), and ``alive``: the bitmap of doc ids whose record
+bytes packed back to back into one buffer per batch with per-doc offsets (no Python object per
+stored record), and ``alive``: the bitmap of doc ids whose record
 is current. An upsert retires the old doc id and assigns a new one, so every other structure can
 be append-only and simply intersect with ``alive``. ``alive`` is a ``FrozenBitMap`` replaced whole
 by every write: a reader holding it keeps a consistent set, and an identity or equality check on
@@ -16,6 +17,8 @@ per write generation.
 
 from __future__ import annotations
 
+import bisect
+import zlib
 from typing import Any
 
 import msgpack
@@ -25,6 +28,10 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 from roarsearch.index.bitmaps import bitmap_from_array
 
 RecordId = int | str
+
+#: Saved payload buffers are compressed in parts of about this many bytes (zlib, fast level).
+SAVED_PART_BYTES = 8 << 20
+SAVED_LEVEL = 1
 
 
 def id_sort_key(record_id: RecordId) -> tuple[int, int | str]:
@@ -37,7 +44,12 @@ class DocStore:
 
     def __init__(self) -> None:
         self.record_ids: list[RecordId | None] = []
-        self.payloads: list[bytes | None] = []
+        # Stored records: buffer i holds docs ``_firsts[i]`` onwards, doc ``_firsts[i] + k`` at
+        # ``_buffers[i][offsets[k]:offsets[k + 1]]`` with ``offsets = _offsets[i]``. Retired docs'
+        # bytes stay until the next snapshot, which leaves them out.
+        self._buffers: list[bytes] = []
+        self._offsets: list[np.ndarray] = []
+        self._firsts: list[int] = []
         self.doc_of: dict[RecordId, int] = {}
         self.alive = FrozenBitMap()
         # True while every assigned doc's record id is greater than all earlier ones.
@@ -60,7 +72,9 @@ class DocStore:
         packb = msgpack.packb
         start = len(self.record_ids)
         self.record_ids.extend(record["id"] for record in records)
-        self.payloads.extend(packb(record, use_bin_type=True) for record in records)
+        payloads = [packb(record, use_bin_type=True) for record in records]
+        self._append_buffer(start, b"".join(payloads),
+                            np.fromiter(map(len, payloads), dtype=np.uint64, count=len(payloads)))
         replaced_docs: list[int] = []
         doc_of = self.doc_of
         for offset, record in enumerate(records):
@@ -68,7 +82,6 @@ class DocStore:
             previous = doc_of.get(record_id)
             if previous is not None:
                 replaced_docs.append(previous)
-                self.payloads[previous] = None
                 self.record_ids[previous] = None
             doc_of[record_id] = start + offset
             self._note_order(record_id)
@@ -94,7 +107,6 @@ class DocStore:
             found.append(doc is not None)
             if doc is not None:
                 retired.append(doc)
-                self.payloads[doc] = None
                 self.record_ids[doc] = None
         # The id ranks of the remaining docs keep their relative order: ``_id_rank`` stays valid.
         self.alive = FrozenBitMap(self.alive - BitMap(retired))
@@ -108,16 +120,57 @@ class DocStore:
             if record_id is not None:
                 del self.doc_of[record_id]
             self.record_ids[doc] = None
-            self.payloads[doc] = None
         self.alive = FrozenBitMap(self.alive - docs)
         return len(docs)
 
-    def record(self, doc: int) -> dict[str, Any]:
-        payload = self.payloads[doc]
-        if payload is None:
+    def _append_buffer(self, first: int, buffer: bytes, lengths: np.ndarray) -> None:
+        offsets = np.zeros(lengths.size + 1, dtype=np.uint64)
+        np.cumsum(lengths, out=offsets[1:])
+        self._buffers.append(buffer)
+        self._offsets.append(offsets)
+        self._firsts.append(first)
+
+    def payload(self, doc: int) -> memoryview:
+        """The msgpack bytes of an alive (or not yet retired) doc's record."""
+        if doc >= len(self.record_ids) or self.record_ids[doc] is None:
             raise KeyError(doc)
-        record: dict[str, Any] = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+        part = bisect.bisect_right(self._firsts, doc) - 1
+        offsets = self._offsets[part]
+        k = doc - self._firsts[part]
+        return memoryview(self._buffers[part])[int(offsets[k]):int(offsets[k + 1])]
+
+    def record(self, doc: int) -> dict[str, Any]:
+        record: dict[str, Any] = msgpack.unpackb(self.payload(doc), raw=False, strict_map_key=False)
         return record
+
+    def payloads_to_state(self) -> list[dict[str, Any]]:
+        """The stored records of live docs as compressed parts: ``first`` doc, per-doc byte
+        ``lengths`` (0 for retired docs, whose bytes are left out) and the zlib ``data``."""
+        retired = np.fromiter((record_id is None for record_id in self.record_ids), dtype=bool,
+                              count=len(self.record_ids))
+        parts: list[dict[str, Any]] = []
+        for buffer, offsets, first in zip(self._buffers, self._offsets, self._firsts):
+            lengths = np.diff(offsets)
+            dead = retired[first:first + lengths.size]
+            if dead.any():
+                keep = np.repeat(~dead, lengths.astype(np.int64))
+                buffer = np.frombuffer(buffer, dtype=np.uint8)[keep].tobytes()
+                lengths = np.where(dead, 0, lengths)
+            parts.append({"first": first, "lengths": memoryview(lengths.astype(np.uint32).data).cast("B"),
+                          "data": zlib.compress(buffer, SAVED_LEVEL)})
+        return parts
+
+    def payloads_from_state(self, parts: list[dict[str, Any]]) -> None:
+        self._buffers, self._offsets, self._firsts = [], [], []
+        for part in parts:
+            self._append_buffer(int(part["first"]), zlib.decompress(part["data"]),
+                                np.frombuffer(part["lengths"], dtype=np.uint32).astype(np.uint64))
+
+    def payloads_from_list(self, payloads: list[bytes | None]) -> None:
+        """Stored records given one per doc (snapshots of index state version 1)."""
+        present = [payload or b"" for payload in payloads]
+        self._buffers, self._offsets, self._firsts = [], [], []
+        self._append_buffer(0, b"".join(present), np.fromiter(map(len, present), dtype=np.uint64, count=len(present)))
 
     def id_rank(self) -> np.ndarray | None:
         """Per doc id, the rank of its record id in id order; None while doc order is id order."""
