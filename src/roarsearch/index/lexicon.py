@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -213,13 +214,16 @@ class Lexicon:
         work, and their typo keys are computed lazily, at the first typo lookup.
         """
         get = self._ids.get
-        found = list(map(get, terms))
-        if None in found:
-            for term in dict.fromkeys(term for term, term_id in zip(terms, found) if term_id is None):
-                self._ids[term] = len(self._terms)
-                self._terms.append(term)
-            found = list(map(get, terms))
-        return np.asarray(found, dtype=np.uint32)
+        found = np.fromiter(map(get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
+        missing = np.flatnonzero(found < 0)
+        if missing.size:
+            missing_terms = list(map(terms.__getitem__, missing.tolist()))
+            first_new = len(self._terms)
+            new_terms = list(dict.fromkeys(missing_terms))
+            self._ids.update(zip(new_terms, range(first_new, first_new + len(new_terms))))
+            self._terms.extend(new_terms)
+            found[missing] = np.fromiter(map(get, missing_terms), dtype=np.int64, count=missing.size)
+        return found.astype(np.uint32)
 
     def id_of(self, term: str) -> int | None:
         return self._ids.get(term)
