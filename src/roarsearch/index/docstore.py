@@ -18,6 +18,7 @@ per write generation.
 from __future__ import annotations
 
 import bisect
+import threading
 import zlib
 from typing import Any
 
@@ -29,9 +30,14 @@ from roarsearch.index.bitmaps import bitmap_from_array
 
 RecordId = int | str
 
-#: Saved payload buffers are compressed in parts of about this many bytes (zlib, fast level).
-SAVED_PART_BYTES = 8 << 20
+#: Saved payloads are zlib-compressed (fast level) in parts of this many docs; a loaded part is
+#: decompressed the first time one of its records is read, so opening inflates nothing.
+SAVED_PART_DOCS = 128
 SAVED_LEVEL = 1
+
+
+def _raw(array: np.ndarray) -> memoryview:
+    return memoryview(np.ascontiguousarray(array).data).cast("B")
 
 
 def id_sort_key(record_id: RecordId) -> tuple[int, int | str]:
@@ -47,9 +53,11 @@ class DocStore:
         # Stored records: buffer i holds docs ``_firsts[i]`` onwards, doc ``_firsts[i] + k`` at
         # ``_buffers[i][offsets[k]:offsets[k + 1]]`` with ``offsets = _offsets[i]``. Retired docs'
         # bytes stay until the next snapshot, which leaves them out.
-        self._buffers: list[bytes] = []
+        self._buffers: list[bytes | None] = []  # None: still compressed in ``_packed``
+        self._packed: list[bytes | None] = []  # a loaded part as saved (None: added since)
         self._offsets: list[np.ndarray] = []
         self._firsts: list[int] = []
+        self._inflate = threading.Lock()
         self.doc_of: dict[RecordId, int] = {}
         self.alive = FrozenBitMap()
         # True while every assigned doc's record id is greater than all earlier ones.
@@ -123,21 +131,34 @@ class DocStore:
         self.alive = FrozenBitMap(self.alive - docs)
         return len(docs)
 
-    def _append_buffer(self, first: int, buffer: bytes, lengths: np.ndarray) -> None:
+    def _append_buffer(self, first: int, buffer: bytes | None, lengths: np.ndarray, packed: bytes | None = None) -> None:
         offsets = np.zeros(lengths.size + 1, dtype=np.uint64)
         np.cumsum(lengths, out=offsets[1:])
         self._buffers.append(buffer)
+        self._packed.append(packed)
         self._offsets.append(offsets)
         self._firsts.append(first)
+
+    def _buffer(self, part: int) -> bytes:
+        buffer = self._buffers[part]
+        if buffer is None:
+            with self._inflate:
+                buffer = self._buffers[part]
+                if buffer is None:
+                    packed = self._packed[part]
+                    assert packed is not None
+                    buffer = self._buffers[part] = zlib.decompress(packed)
+                    self._packed[part] = None  # one copy in memory (the next snapshot recompresses it)
+        return buffer
 
     def payload(self, doc: int) -> memoryview:
         """The msgpack bytes of an alive (or not yet retired) doc's record."""
         if doc >= len(self.record_ids) or self.record_ids[doc] is None:
             raise KeyError(doc)
         part = bisect.bisect_right(self._firsts, doc) - 1
-        offsets = self._offsets[part]
         k = doc - self._firsts[part]
-        return memoryview(self._buffers[part])[int(offsets[k]):int(offsets[k + 1])]
+        start, end = self._offsets[part][k:k + 2].tolist()
+        return memoryview(self._buffer(part))[start:end]
 
     def record(self, doc: int) -> dict[str, Any]:
         record: dict[str, Any] = msgpack.unpackb(self.payload(doc), raw=False, strict_map_key=False)
@@ -149,27 +170,38 @@ class DocStore:
         retired = np.fromiter((record_id is None for record_id in self.record_ids), dtype=bool,
                               count=len(self.record_ids))
         parts: list[dict[str, Any]] = []
-        for buffer, offsets, first in zip(self._buffers, self._offsets, self._firsts):
+        for part, (offsets, first) in enumerate(zip(self._offsets, self._firsts)):
             lengths = np.diff(offsets)
             dead = retired[first:first + lengths.size]
-            if dead.any():
-                keep = np.repeat(~dead, lengths.astype(np.int64))
-                buffer = np.frombuffer(buffer, dtype=np.uint8)[keep].tobytes()
-                lengths = np.where(dead, 0, lengths)
-            parts.append({"first": first, "lengths": memoryview(lengths.astype(np.uint32).data).cast("B"),
-                          "data": zlib.compress(buffer, SAVED_LEVEL)})
+            packed = self._packed[part]
+            if packed is not None and not dead[lengths > 0].any():  # saved before, unchanged since
+                parts.append({"first": first, "lengths": _raw(lengths.astype(np.uint32)), "data": packed})
+                continue
+            buffer = self._buffer(part)
+            for start in range(0, lengths.size, SAVED_PART_DOCS):
+                end = min(start + SAVED_PART_DOCS, lengths.size)
+                piece = buffer[int(offsets[start]):int(offsets[end])]
+                piece_lengths = lengths[start:end]
+                piece_dead = dead[start:end]
+                if piece_dead.any():
+                    keep = np.repeat(~piece_dead, piece_lengths.astype(np.int64))
+                    piece = np.frombuffer(piece, dtype=np.uint8)[keep].tobytes()
+                    piece_lengths = np.where(piece_dead, 0, piece_lengths)
+                parts.append({"first": first + start, "lengths": _raw(piece_lengths.astype(np.uint32)),
+                              "data": zlib.compress(piece, SAVED_LEVEL)})
         return parts
 
     def payloads_from_state(self, parts: list[dict[str, Any]]) -> None:
-        self._buffers, self._offsets, self._firsts = [], [], []
+        """Keep saved parts compressed; each is inflated when one of its records is first read."""
+        self._buffers, self._packed, self._offsets, self._firsts = [], [], [], []
         for part in parts:
-            self._append_buffer(int(part["first"]), zlib.decompress(part["data"]),
-                                np.frombuffer(part["lengths"], dtype=np.uint32).astype(np.uint64))
+            self._append_buffer(int(part["first"]), None,
+                                np.frombuffer(part["lengths"], dtype=np.uint32).astype(np.uint64), bytes(part["data"]))
 
     def payloads_from_list(self, payloads: list[bytes | None]) -> None:
         """Stored records given one per doc (snapshots of index state version 1)."""
         present = [payload or b"" for payload in payloads]
-        self._buffers, self._offsets, self._firsts = [], [], []
+        self._buffers, self._packed, self._offsets, self._firsts = [], [], [], []
         self._append_buffer(0, b"".join(present), np.fromiter(map(len, present), dtype=np.uint64, count=len(present)))
 
     def id_rank(self) -> np.ndarray | None:
