@@ -73,7 +73,10 @@ def analyze_batch(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
 
     Equivalent to enumerating ``analyze_many(texts)``, but the whole batch is folded, split and
     numbered in a handful of C calls: values are joined with NUL, the NUL survives as a token of
-    its own, and numpy turns the NUL marks into value indexes and positions.
+    its own, and numpy turns the NUL marks into value indexes and positions. Only the values that
+    are not ASCII pay for Unicode folding: a batch with a few of them (typographic quotes in
+    prose) is split into its ASCII values and the others, each part analysed joined, and the
+    tokens put back in value order.
     """
     empty = np.empty(0, dtype=np.int64)
     if not texts:
@@ -82,15 +85,43 @@ def analyze_batch(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     if joined.count(_VALUE_SEPARATOR) != len(texts) - 1:  # a value contains NUL: no safe join
         return _enumerate(analyze_many(texts))
     if joined.isascii():
-        spaced = joined.lower().encode("ascii").translate(_ASCII_BYTE_TABLE).decode("ascii")
-        tokens = spaced.replace(_VALUE_SEPARATOR, " \x00 ").split()
-    else:
-        folded = fold(joined)
-        if folded.isascii():
-            spaced = folded.encode("ascii").translate(_ASCII_BYTE_TABLE).decode("ascii")
-            tokens = spaced.replace(_VALUE_SEPARATOR, " \x00 ").split()
-        else:
-            tokens = _TOKEN_OR_SEPARATOR.findall(folded)
+        return _number(_ascii_tokens(joined))
+    is_ascii = np.fromiter(map(str.isascii, texts), dtype=bool, count=len(texts))
+    ascii_count = int(is_ascii.sum())
+    if ascii_count * 4 < len(texts):  # mostly non-ASCII: one fold over the whole batch
+        return _number(_folded_tokens(joined))
+    ascii_values = np.flatnonzero(is_ascii)
+    other_values = np.flatnonzero(~is_ascii)
+    mask = is_ascii.tolist()
+    ascii_words, ascii_index, ascii_position = _number(
+        _ascii_tokens(_VALUE_SEPARATOR.join(compress(texts, mask))))
+    other_words, other_index, other_position = _number(
+        _folded_tokens(_VALUE_SEPARATOR.join(compress(texts, [not flag for flag in mask]))))
+    value_index = np.concatenate((ascii_values[ascii_index], other_values[other_index]))
+    position = np.concatenate((ascii_position, other_position))
+    order = np.argsort(value_index, kind="stable")
+    words = ascii_words + other_words
+    return list(map(words.__getitem__, order.tolist())), value_index[order], position[order]
+
+
+def _ascii_tokens(joined: str) -> list[str]:
+    """Tokens of NUL-joined ASCII values, each NUL a token of its own."""
+    spaced = joined.lower().encode("ascii").translate(_ASCII_BYTE_TABLE).decode("ascii")
+    return spaced.replace(_VALUE_SEPARATOR, " \x00 ").split()
+
+
+def _folded_tokens(joined: str) -> list[str]:
+    """Tokens of NUL-joined values of any script, each NUL a token of its own."""
+    folded = fold(joined)
+    if folded.isascii():
+        spaced = folded.encode("ascii").translate(_ASCII_BYTE_TABLE).decode("ascii")
+        return spaced.replace(_VALUE_SEPARATOR, " \x00 ").split()
+    tokens: list[str] = _TOKEN_OR_SEPARATOR.findall(folded)
+    return tokens
+
+
+def _number(tokens: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Words of a token list with NUL separators, their value indexes and positions."""
     is_separator = np.fromiter(map(_VALUE_SEPARATOR.__eq__, tokens), dtype=bool, count=len(tokens))
     value_index = np.cumsum(is_separator)[~is_separator]
     words = list(compress(tokens, ~is_separator))

@@ -2,7 +2,8 @@
 
 Owns: the mapping between external *record ids* (int or str) and internal *doc ids* (dense
 uint32, assigned in increasing order and never reused), the records themselves stored as msgpack
-bytes (one ``bytes`` object per doc, not a dict), and ``alive``: the bitmap of doc ids whose record
+bytes packed back to back into one buffer per batch with per-doc offsets (no Python object per
+stored record), and ``alive``: the bitmap of doc ids whose record
 is current. An upsert retires the old doc id and assigns a new one, so every other structure can
 be append-only and simply intersect with ``alive``. ``alive`` is a ``FrozenBitMap`` replaced whole
 by every write: a reader holding it keeps a consistent set, and an identity or equality check on
@@ -16,6 +17,9 @@ per write generation.
 
 from __future__ import annotations
 
+import bisect
+import threading
+import zlib
 from typing import Any
 
 import msgpack
@@ -25,6 +29,15 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 from roarsearch.index.bitmaps import bitmap_from_array
 
 RecordId = int | str
+
+#: Saved payloads are zlib-compressed (fast level) in parts of this many docs; a loaded part is
+#: decompressed the first time one of its records is read, so opening inflates nothing.
+SAVED_PART_DOCS = 128
+SAVED_LEVEL = 1
+
+
+def _raw(array: np.ndarray) -> memoryview:
+    return memoryview(np.ascontiguousarray(array).data).cast("B")
 
 
 def id_sort_key(record_id: RecordId) -> tuple[int, int | str]:
@@ -37,7 +50,14 @@ class DocStore:
 
     def __init__(self) -> None:
         self.record_ids: list[RecordId | None] = []
-        self.payloads: list[bytes | None] = []
+        # Stored records: buffer i holds docs ``_firsts[i]`` onwards, doc ``_firsts[i] + k`` at
+        # ``_buffers[i][offsets[k]:offsets[k + 1]]`` with ``offsets = _offsets[i]``. Retired docs'
+        # bytes stay until the next snapshot, which leaves them out.
+        self._buffers: list[bytes | None] = []  # None: still compressed in ``_packed``
+        self._packed: list[bytes | None] = []  # a loaded part as saved (None: added since)
+        self._offsets: list[np.ndarray] = []
+        self._firsts: list[int] = []
+        self._inflate = threading.Lock()
         self.doc_of: dict[RecordId, int] = {}
         self.alive = FrozenBitMap()
         # True while every assigned doc's record id is greater than all earlier ones.
@@ -60,7 +80,9 @@ class DocStore:
         packb = msgpack.packb
         start = len(self.record_ids)
         self.record_ids.extend(record["id"] for record in records)
-        self.payloads.extend(packb(record, use_bin_type=True) for record in records)
+        payloads = [packb(record, use_bin_type=True) for record in records]
+        self._append_buffer(start, b"".join(payloads),
+                            np.fromiter(map(len, payloads), dtype=np.uint64, count=len(payloads)))
         replaced_docs: list[int] = []
         doc_of = self.doc_of
         for offset, record in enumerate(records):
@@ -68,7 +90,6 @@ class DocStore:
             previous = doc_of.get(record_id)
             if previous is not None:
                 replaced_docs.append(previous)
-                self.payloads[previous] = None
                 self.record_ids[previous] = None
             doc_of[record_id] = start + offset
             self._note_order(record_id)
@@ -94,7 +115,6 @@ class DocStore:
             found.append(doc is not None)
             if doc is not None:
                 retired.append(doc)
-                self.payloads[doc] = None
                 self.record_ids[doc] = None
         # The id ranks of the remaining docs keep their relative order: ``_id_rank`` stays valid.
         self.alive = FrozenBitMap(self.alive - BitMap(retired))
@@ -108,16 +128,81 @@ class DocStore:
             if record_id is not None:
                 del self.doc_of[record_id]
             self.record_ids[doc] = None
-            self.payloads[doc] = None
         self.alive = FrozenBitMap(self.alive - docs)
         return len(docs)
 
-    def record(self, doc: int) -> dict[str, Any]:
-        payload = self.payloads[doc]
-        if payload is None:
+    def _append_buffer(self, first: int, buffer: bytes | None, lengths: np.ndarray, packed: bytes | None = None) -> None:
+        offsets = np.zeros(lengths.size + 1, dtype=np.uint64)
+        np.cumsum(lengths, out=offsets[1:])
+        self._buffers.append(buffer)
+        self._packed.append(packed)
+        self._offsets.append(offsets)
+        self._firsts.append(first)
+
+    def _buffer(self, part: int) -> bytes:
+        buffer = self._buffers[part]
+        if buffer is None:
+            with self._inflate:
+                buffer = self._buffers[part]
+                if buffer is None:
+                    packed = self._packed[part]
+                    assert packed is not None
+                    buffer = self._buffers[part] = zlib.decompress(packed)
+                    self._packed[part] = None  # one copy in memory (the next snapshot recompresses it)
+        return buffer
+
+    def payload(self, doc: int) -> memoryview:
+        """The msgpack bytes of an alive (or not yet retired) doc's record."""
+        if doc >= len(self.record_ids) or self.record_ids[doc] is None:
             raise KeyError(doc)
-        record: dict[str, Any] = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+        part = bisect.bisect_right(self._firsts, doc) - 1
+        k = doc - self._firsts[part]
+        start, end = self._offsets[part][k:k + 2].tolist()
+        return memoryview(self._buffer(part))[start:end]
+
+    def record(self, doc: int) -> dict[str, Any]:
+        record: dict[str, Any] = msgpack.unpackb(self.payload(doc), raw=False, strict_map_key=False)
         return record
+
+    def payloads_to_state(self) -> list[dict[str, Any]]:
+        """The stored records of live docs as compressed parts: ``first`` doc, per-doc byte
+        ``lengths`` (0 for retired docs, whose bytes are left out) and the zlib ``data``."""
+        retired = np.fromiter((record_id is None for record_id in self.record_ids), dtype=bool,
+                              count=len(self.record_ids))
+        parts: list[dict[str, Any]] = []
+        for part, (offsets, first) in enumerate(zip(self._offsets, self._firsts)):
+            lengths = np.diff(offsets)
+            dead = retired[first:first + lengths.size]
+            packed = self._packed[part]
+            if packed is not None and not dead[lengths > 0].any():  # saved before, unchanged since
+                parts.append({"first": first, "lengths": _raw(lengths.astype(np.uint32)), "data": packed})
+                continue
+            buffer = self._buffer(part)
+            for start in range(0, lengths.size, SAVED_PART_DOCS):
+                end = min(start + SAVED_PART_DOCS, lengths.size)
+                piece = buffer[int(offsets[start]):int(offsets[end])]
+                piece_lengths = lengths[start:end]
+                piece_dead = dead[start:end]
+                if piece_dead.any():
+                    keep = np.repeat(~piece_dead, piece_lengths.astype(np.int64))
+                    piece = np.frombuffer(piece, dtype=np.uint8)[keep].tobytes()
+                    piece_lengths = np.where(piece_dead, 0, piece_lengths)
+                parts.append({"first": first + start, "lengths": _raw(piece_lengths.astype(np.uint32)),
+                              "data": zlib.compress(piece, SAVED_LEVEL)})
+        return parts
+
+    def payloads_from_state(self, parts: list[dict[str, Any]]) -> None:
+        """Keep saved parts compressed; each is inflated when one of its records is first read."""
+        self._buffers, self._packed, self._offsets, self._firsts = [], [], [], []
+        for part in parts:
+            self._append_buffer(int(part["first"]), None,
+                                np.frombuffer(part["lengths"], dtype=np.uint32).astype(np.uint64), bytes(part["data"]))
+
+    def payloads_from_list(self, payloads: list[bytes | None]) -> None:
+        """Stored records given one per doc (snapshots of index state version 1)."""
+        present = [payload or b"" for payload in payloads]
+        self._buffers, self._packed, self._offsets, self._firsts = [], [], [], []
+        self._append_buffer(0, b"".join(present), np.fromiter(map(len, present), dtype=np.uint64, count=len(present)))
 
     def id_rank(self) -> np.ndarray | None:
         """Per doc id, the rank of its record id in id order; None while doc order is id order."""

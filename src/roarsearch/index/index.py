@@ -186,15 +186,13 @@ class Index:
             return None  # numbers only (a sort or numeric facet): no record needs reading
         parts = path.split(".")
         unpackb = msgpack.unpackb
-        payloads = self.docs.payloads
+        payload_of = self.docs.payload
         value_docs: list[int] = []
         value_keys: list[Any] = []
         top_level = parts[0] if len(parts) == 1 else None
         alive = self.alive
         for doc in alive:
-            payload = payloads[doc]
-            assert payload is not None  # an alive doc always has its record
-            record = unpackb(payload, raw=False, strict_map_key=False)
+            record = unpackb(payload_of(doc), raw=False, strict_map_key=False)
             if top_level is not None:  # the common case: a top-level scalar or array of scalars
                 value = record.get(top_level)
                 found = value if type(value) is list else (value,)

@@ -26,6 +26,7 @@ import array
 import bisect
 import threading
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, overload
 
 import numpy as np
@@ -254,13 +255,16 @@ class Lexicon:
         """
         id_map = self._id_map()
         get = id_map.get
-        found = list(map(get, terms))
-        if None in found:
-            for term in dict.fromkeys(term for term, term_id in zip(terms, found) if term_id is None):
-                id_map[term] = len(self._terms)
-                self._terms.append(term)
-            found = list(map(get, terms))
-        return np.asarray(found, dtype=np.uint32)
+        found = np.fromiter(map(get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
+        missing = np.flatnonzero(found < 0)
+        if missing.size:
+            missing_terms = list(map(terms.__getitem__, missing.tolist()))
+            first_new = len(self._terms)
+            new_terms = list(dict.fromkeys(missing_terms))
+            id_map.update(zip(new_terms, range(first_new, first_new + len(new_terms))))
+            self._terms.extend(new_terms)
+            found[missing] = np.fromiter(map(get, missing_terms), dtype=np.int64, count=missing.size)
+        return found.astype(np.uint32)
 
     def id_of(self, term: str) -> int | None:
         ids = self._ids

@@ -1,16 +1,17 @@
 """Inverted postings and token positions, per field.
 
-Owns: (field, term id) → ``AbstractBitMap`` of doc ids, and for each field the positions of every token
-(for proximity ranking and match checks), kept in numpy arrays rather than per-doc objects.
+Owns: for each field, every token as (term, doc, position) uint32 triples sorted by term (a
+positional inverted index in three numpy arrays), and the (field, term id) → ``AbstractBitMap``
+postings derived from them on demand.
 
-Postings are append-only: a batch ORs its doc ids into each term's bitmap (one pyroaring call per
-distinct term of the batch, never one per record). Docs retired by deletes or upserts stay in the
-bitmaps; every reader intersects with the alive docs or a universe derived from them.
-
-Positions: for each field, every token as (term, doc, position) uint32 triples sorted by term
-(a positional inverted index in three numpy arrays), kept in a few chunks — one per batch, merged
-when there are more than :data:`MAX_TOKEN_CHUNKS` — so that the occurrences of the query's terms
-in the candidate docs are a few binary searches and slices, whatever the size of the field.
+Ingest cost is a few numpy calls per batch: the batch's tokens are sorted by term once (a
+stable sort, so docs stay ascending within a term) and appended as one chunk; chunks are merged
+when there are more than :data:`MAX_TOKEN_CHUNKS`, so that the occurrences of a query's terms are
+a few binary searches and slices whatever the size of the field. No per-term object is made at
+write time: a term's bitmap is built from its slices the first time a query asks for it and kept
+(in ``terms``) until a write adds docs to that term; a union of many terms (prefixes, wide typo
+expansions) is one gather and one bitmap build. Docs retired by deletes or upserts stay in the
+token arrays; every reader intersects with the alive docs or a universe derived from them.
 """
 
 from __future__ import annotations
@@ -27,18 +28,23 @@ from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, union_all
 MAX_TOKEN_CHUNKS = 8
 
 
+#: Cached term bitmaps are dropped all at once beyond this many (a full set is only built by
+#: ``all_terms``, for checks).
+MAX_CACHED_TERMS = 65_536
+#: Unions of more terms than this are built from one gather of their docs, not per-term bitmaps.
+MAX_TERMS_PER_TERM_UNION = 8
+
+
 class FieldPostings:
     """The postings and token positions of one field."""
 
-    __slots__ = ("terms", "docs", "_chunks", "_saved", "_lock")
+    __slots__ = ("terms", "docs", "_chunks", "_lock")
 
     def __init__(self) -> None:
-        # Readers deserialise saved bitmaps and merge token chunks lazily, several at once.
+        # Readers build term bitmaps and merge token chunks lazily, several at once.
         self._lock = threading.RLock()
-        #: Bitmaps in use. After a snapshot load most terms are still serialised in ``_saved`` and
-        #: are deserialised the first time a query or a write touches them (opening stays fast).
+        #: Term bitmaps built so far (a cache over the token chunks, kept current by ``add``).
         self.terms: dict[int, AbstractBitMap] = {}
-        self._saved: tuple[np.ndarray, np.ndarray, np.ndarray, memoryview] | None = None
         self.docs = BitMap()  # docs having at least one token in this field
         # Each chunk: (terms, docs, positions), sorted by term, then doc, then position.
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -52,23 +58,26 @@ class FieldPostings:
         sorted_terms = terms[order].astype(np.uint32)
         sorted_docs = docs[order].astype(np.uint32)
         sorted_positions = positions[order].astype(np.uint32)
-        boundaries = np.flatnonzero(np.diff(sorted_terms)) + 1
-        starts = np.concatenate(([0], boundaries))
-        ends = np.concatenate((boundaries, [sorted_terms.size]))
-        postings = self.terms
-        for term, lo, hi in zip(sorted_terms[starts].tolist(), starts.tolist(), ends.tolist()):
-            bitmap = bitmap_from_array(sorted_docs[lo:hi])
-            existing = postings.get(term)
-            if existing is None and self._saved is not None:
-                existing = self._load(term)
-            if existing is None:
-                postings[term] = bitmap
-            else:
-                existing |= bitmap
-        self.docs |= bitmap_from_array(docs)
-        self._chunks.append((sorted_terms, sorted_docs, sorted_positions))
-        if len(self._chunks) > MAX_TOKEN_CHUNKS:
-            self._merge_chunks()
+        with self._lock:
+            if self.terms:
+                self._update_cached(sorted_terms, sorted_docs)
+            self.docs |= bitmap_from_array(docs)
+            self._chunks.append((sorted_terms, sorted_docs, sorted_positions))
+            if len(self._chunks) > MAX_TOKEN_CHUNKS:
+                self._merge_chunks()
+
+    def _update_cached(self, sorted_terms: np.ndarray, sorted_docs: np.ndarray) -> None:
+        """Add a new chunk's docs to the cached bitmaps of its terms (or forget a large cache)."""
+        if len(self.terms) > MAX_CACHED_TERMS:
+            self.terms = {}
+            return
+        cached = np.fromiter(self.terms, dtype=np.uint32, count=len(self.terms))
+        lo = np.searchsorted(sorted_terms, cached, side="left")
+        hi = np.searchsorted(sorted_terms, cached, side="right")
+        hit = hi > lo
+        for term, start, end in zip(cached[hit].tolist(), lo[hit].tolist(), hi[hit].tolist()):
+            bitmap = self.terms[term]
+            self.terms[term] = BitMap(bitmap) | bitmap_from_array(sorted_docs[start:end])
 
     def _merge_chunks(self) -> None:
         terms, docs, positions = (np.concatenate(parts) for parts in zip(*self._chunks))
@@ -76,66 +85,63 @@ class FieldPostings:
         order = np.argsort(terms, kind="stable")
         self._chunks = [(terms[order], docs[order], positions[order])]
 
+    def _gather_docs(self, term_ids: np.ndarray) -> np.ndarray:
+        """Docs of every token of ``term_ids`` (sorted, unique), duplicates included."""
+        parts: list[np.ndarray] = []
+        for terms, docs, _positions in list(self._chunks):
+            lo = np.searchsorted(terms, term_ids, side="left")
+            hi = np.searchsorted(terms, term_ids, side="right")
+            if term_ids.size == 1:
+                if hi[0] > lo[0]:
+                    parts.append(docs[int(lo[0]):int(hi[0])])
+                continue
+            lengths = hi - lo
+            total = int(lengths.sum())
+            if total:
+                parts.append(docs[np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)])
+        if not parts:
+            return np.empty(0, dtype=np.uint32)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
     def bitmap(self, term_ids: list[int]) -> AbstractBitMap:
         """Docs containing any of ``term_ids`` in this field."""
-        postings = self.terms
-        if self._saved is not None:
-            missing = [term for term in term_ids if term not in postings]
-            if missing:
-                self._load_many(missing)
-        found = [postings[term] for term in term_ids if term in postings]
+        if not term_ids:
+            return EMPTY
+        if len(term_ids) > MAX_TERMS_PER_TERM_UNION:
+            docs = self._gather_docs(np.unique(np.asarray(term_ids, dtype=np.uint32)))
+            return bitmap_from_array(docs) if docs.size else EMPTY
+        found = [bitmap for bitmap in map(self._get, term_ids) if bitmap is not None]
         if not found:
             return EMPTY
         return union_all(found)
 
-    def _load(self, term: int) -> AbstractBitMap | None:
-        """Deserialise a saved term's bitmap (None when the term never occurred in this field)."""
-        with self._lock:
-            if self._saved is None or term in self.terms:  # another reader got here first
-                return self.terms.get(term)
-            term_ids, starts, ends, blob = self._saved
-            position = int(np.searchsorted(term_ids, np.uint32(term)))  # a Python int would cast the whole array
-            if position >= term_ids.size or int(term_ids[position]) != term:
-                return None
-            # pyroaring reads any buffer; its stubs say bytes (a copy here would cost the lazy load its point)
-            bitmap = BitMap.deserialize(blob[int(starts[position]):int(ends[position])])  # type: ignore[arg-type]
-            self.terms[term] = bitmap
+    def _get(self, term: int) -> AbstractBitMap | None:
+        """A term's bitmap (built on first use); None when the term never occurred in this field."""
+        bitmap = self.terms.get(term)
+        if bitmap is not None:
             return bitmap
-
-    def _load_many(self, wanted: list[int]) -> None:
-        """Deserialise the saved bitmaps of ``wanted`` terms (one binary search for all of them)."""
+        docs = self._gather_docs(np.asarray([term], dtype=np.uint32))
+        if not docs.size:
+            return None
+        bitmap = bitmap_from_array(docs)
         with self._lock:
-            if self._saved is None:
-                return
-            term_ids, starts, ends, blob = self._saved
-            if term_ids.size == 0:
-                return
-            query = np.asarray(wanted, dtype=np.uint32)
-            positions = np.minimum(np.searchsorted(term_ids, query), term_ids.size - 1)
-            hit = term_ids[positions] == query
-            terms = self.terms
-            for term, start, end in zip(query[hit].tolist(), starts[positions[hit]].tolist(), ends[positions[hit]].tolist()):
-                if term not in terms:
-                    terms[term] = BitMap.deserialize(blob[start:end])  # type: ignore[arg-type]  # any buffer works
-
-    def load_saved(self, term_ids: np.ndarray, offsets: np.ndarray, blob: bytes) -> None:
-        """Keep serialised bitmaps (bitmap i is ``blob[offsets[i]:offsets[i+1]]``) for first use."""
-        starts, ends = offsets[:-1], offsets[1:]
-        order = np.argsort(term_ids, kind="stable")  # older snapshots kept terms in insertion order
-        self.terms = {}
-        self._saved = (term_ids[order], starts[order], ends[order], memoryview(blob))
+            if len(self.terms) >= MAX_CACHED_TERMS:
+                self.terms = {}
+            self.terms[term] = bitmap
+        return bitmap
 
     def all_terms(self) -> dict[int, AbstractBitMap]:
-        """Every term's bitmap, deserialising whatever is still saved (snapshots, checks)."""
+        """Every term's bitmap (checks); kept as the cache, so what a check sees is what queries read."""
         with self._lock:
-            if self._saved is not None:
-                term_ids, starts, ends, blob = self._saved
-                terms = self.terms
-                for term, start, end in zip(term_ids.tolist(), starts.tolist(), ends.tolist()):
-                    if term not in terms:
-                        terms[term] = BitMap.deserialize(blob[start:end])  # type: ignore[arg-type]  # any buffer works
-                self._saved = None
-        return self.terms
+            terms, docs, _positions = self.token_arrays()
+            if terms.size:
+                starts = np.concatenate(([0], np.flatnonzero(np.diff(terms)) + 1))
+                ends = np.concatenate((starts[1:], [terms.size]))
+                cache = self.terms
+                for term, start, end in zip(terms[starts].tolist(), starts.tolist(), ends.tolist()):
+                    if term not in cache:
+                        cache[term] = bitmap_from_array(docs[start:end])
+            return self.terms
 
     def occurrences(self, term_ids: np.ndarray, doc_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in docs where

@@ -25,7 +25,10 @@ from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
 from roarsearch.schema import GEO_FIELD, check_geo_point
 
-INDEX_STATE_VERSION = 1
+INDEX_STATE_VERSION = 2
+#: Versions this module still reads (version 1 also saved every term's bitmap; they are rebuilt
+#: from the token arrays on demand, so loading ignores them).
+READABLE_STATE_VERSIONS = (1, 2)
 
 
 def _bytes(array: np.ndarray) -> memoryview:
@@ -40,26 +43,24 @@ def _array(buffer: bytes, dtype: type) -> np.ndarray:
 def index_to_state(index: Index) -> dict[str, Any]:
     """The whole index as msgpack-ready data: bitmaps serialised, numpy arrays as raw buffers.
 
-    Layout (version 1): ``docs`` (record ids, msgpack payloads, alive bitmap, id-order flag),
-    ``lexicon`` (the lexicon's own state), ``text_fields``, ``postings`` per field (term ids,
-    their bitmaps serialised back to back with offsets, the flat token arrays and per-doc token
-    ranges), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
+    Layout (version 2): ``docs`` (record ids, the live records' msgpack payloads packed and
+    zlib-compressed in parts with per-doc lengths, alive bitmap, id-order flag),
+    ``lexicon`` (the lexicon's own state), ``text_fields``, ``postings`` per field (the
+    term-sorted token arrays: distinct term ids with their token counts, then each token's doc
+    and position; term bitmaps are derived from them on demand), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
     with their pairs and per-doc first value id).
     """
     docstore = index.docs
     postings_state: dict[str, Any] = {}
     for path, postings in index.postings.items():
-        all_terms = postings.all_terms()
-        term_ids = np.fromiter(sorted(all_terms), dtype=np.uint32, count=len(all_terms))
-        blobs = [all_terms[term].serialize() for term in term_ids.tolist()]
-        offsets = np.zeros(len(blobs) + 1, dtype=np.uint64)
-        np.cumsum([len(blob) for blob in blobs], out=offsets[1:])
         token_terms, token_docs, token_positions = postings.token_arrays()
+        # Tokens are term-sorted: the term column is saved as its distinct terms and run lengths.
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(token_terms)) + 1)) if token_terms.size else np.empty(0, np.int64)
+        counts = np.diff(np.append(starts, token_terms.size)).astype(np.uint32)
         postings_state[path] = {
-            "term_ids": _bytes(term_ids), "bitmaps": b"".join(blobs), "offsets": _bytes(offsets),
+            "term_ids": _bytes(token_terms[starts].astype(np.uint32)), "term_counts": _bytes(counts),
             "field_docs": postings.docs.serialize(),
-            "token_terms": _bytes(token_terms), "token_docs": _bytes(token_docs),
-            "token_positions": _bytes(token_positions),
+            "token_docs": _bytes(token_docs), "token_positions": _bytes(token_positions),
         }
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
@@ -78,7 +79,7 @@ def index_to_state(index: Index) -> dict[str, Any]:
         columns_state[path] = state
     return {
         "version": INDEX_STATE_VERSION,
-        "docs": {"record_ids": docstore.record_ids, "payloads": docstore.payloads,
+        "docs": {"record_ids": docstore.record_ids, "payload_parts": docstore.payloads_to_state(),
                  "alive": docstore.alive.serialize(), "ids_in_doc_order": docstore.ids_in_doc_order,
                  "last_id": None if docstore._last_id_key is None else docstore._last_id_key[1]},
         "lexicon": index.lexicon.to_state(),
@@ -93,13 +94,16 @@ def index_to_state(index: Index) -> dict[str, Any]:
 
 def index_from_state(state: dict[str, Any]) -> Index:
     """Rebuild an :class:`Index` from :func:`index_to_state` output without re-analysing records."""
-    if state.get("version") != INDEX_STATE_VERSION:
+    if state.get("version") not in READABLE_STATE_VERSIONS:
         raise ValueError(f"unsupported index state version {state.get('version')!r}")
     index = Index()
     docs_state = state["docs"]
     docstore = index.docs
     docstore.record_ids = list(docs_state["record_ids"])
-    docstore.payloads = list(docs_state["payloads"])
+    if "payload_parts" in docs_state:
+        docstore.payloads_from_state(docs_state["payload_parts"])
+    else:  # version 1: one msgpack bytes object per doc
+        docstore.payloads_from_list(list(docs_state["payloads"]))
     docstore.alive = FrozenBitMap.deserialize(docs_state["alive"])
     doc_of: dict[RecordId | None, int] = dict(zip(docstore.record_ids, range(len(docstore.record_ids))))  # C speed
     doc_of.pop(None, None)  # retired docs' ids are None
@@ -115,10 +119,13 @@ def index_from_state(state: dict[str, Any]) -> Index:
     index.auto_value_fields = set(state.get("auto_value_fields", [])) & index.value_fields
     for path, saved in state["postings"].items():
         postings = FieldPostings()
-        postings.load_saved(np.frombuffer(saved["term_ids"], dtype=np.uint32),
-                            np.frombuffer(saved["offsets"], dtype=np.uint64), saved["bitmaps"])
         postings.docs = BitMap.deserialize(saved["field_docs"])
-        postings.load_token_arrays(_array(saved["token_terms"], np.uint32), _array(saved["token_docs"], np.uint32),
+        if "term_counts" in saved:
+            token_terms = np.repeat(np.frombuffer(saved["term_ids"], dtype=np.uint32),
+                                    np.frombuffer(saved["term_counts"], dtype=np.uint32))
+        else:  # version 1: one term id per token (its per-term bitmaps are not needed)
+            token_terms = _array(saved["token_terms"], np.uint32)
+        postings.load_token_arrays(token_terms, _array(saved["token_docs"], np.uint32),
                                    _array(saved["token_positions"], np.uint32))
         index.postings[path] = postings
     for path, saved in state["columns"].items():

@@ -112,7 +112,20 @@ def _collect_flat(doc: int, record: dict[str, Any], by_field: dict[str, _BatchFi
         if key == "id" or value is None:
             continue
         kind = type(value)
-        fields = _fields_of(by_field, key, value_fields)
+        fields = by_field.get(key)
+        if fields is None:
+            fields = by_field[key] = _BatchFields(value_fields.keeps(key))
+        if kind is str:  # the common leaf, inlined (_add_text at element 0)
+            fields.present.append(doc)
+            if not fields.texts:
+                first_texts.append(key)
+            fields.text_docs.append(doc)
+            fields.text_positions.append(0)
+            fields.texts.append(value)
+            if fields.keep_values and len(value) <= MAX_VALUE_LENGTH:
+                fields.value_docs.append(doc)
+                fields.value_keys.append(value)
+            continue
         if kind is list:
             elements = [element for element in value if element is not None]
             if not elements:
