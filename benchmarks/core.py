@@ -32,7 +32,7 @@ from roarsearch import Engine
 TARGETS = {"ingest_records_per_s": 50_000, "one_word_p50_ms": 1.0, "two_word_p50_ms": 2.0, "rss_ratio_to_jsonl": 3.0}
 
 
-def _status_mb(key: str) -> float:
+def status_mb(key: str) -> float:
     """VmRSS / VmHWM of this process in MB (VmHWM starts afresh at exec, unlike ru_maxrss)."""
     with open("/proc/self/status") as handle:
         for line in handle:
@@ -59,7 +59,7 @@ def measure(corpus: str, records: int) -> dict[str, Any]:
     two_words = [" ".join(e["words"]) for band in ("rare", "medium", "common")
                  for e in classes[f"multi_word_{band}"] if len(e["words"]) == 2]
     gc.collect()
-    before = _status_mb("VmRSS")
+    before = status_mb("VmRSS")
     engine = Engine()
     count = 0
     ingest_s = 0.0
@@ -70,11 +70,11 @@ def measure(corpus: str, records: int) -> dict[str, Any]:
         count += len(batch)
     del batch
     gc.collect()
-    index_mb = _status_mb("VmRSS") - before
+    index_mb = status_mb("VmRSS") - before
     result: dict[str, Any] = {
         "corpus": corpus, "records": count, "jsonl_mb": round(size_mb, 1), "ingest_s": round(ingest_s, 2),
         "ingest_records_per_s": round(count / ingest_s), "index_rss_mb": round(index_mb, 1),
-        "rss_ratio_to_jsonl": round(index_mb / size_mb, 2), "peak_rss_mb": round(_status_mb("VmHWM"), 1),
+        "rss_ratio_to_jsonl": round(index_mb / size_mb, 2), "peak_rss_mb": round(status_mb("VmHWM"), 1),
     }
     for name, queries in (("one_word", one_word), ("two_word", two_words)):
         for query in queries:  # warm: caches and the lexicon's typo indexes

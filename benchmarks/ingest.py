@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.core import status_mb
 from benchmarks.datasets import CORPORA, SourceMissing, iter_batches, jsonl_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,15 +53,6 @@ DEFAULT_ENGINES = ("roarsearch", "tantivy", "sqlite-fts5")
 BATCH = 10_000
 TARGETS = {"ingest_vs_tantivy": 0.5, "peak_vs_tantivy": 2.0, "rss_after_build_mb": 1_500.0,
            "disk_vs_jsonl": 0.5, "open_s": 3.0}
-
-
-def _status_mb(key: str) -> float:
-    """VmRSS / VmHWM of this process in MB."""
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024 / 1e6
-    raise KeyError(key)
 
 
 def _cpu_s() -> float:
@@ -84,7 +76,7 @@ def child_build(engine: str, corpus_name: str, records: int, directory: str) -> 
     from benchmarks.run import adapter_for
 
     adapter = adapter_for(engine)
-    start_mb = _status_mb("VmRSS")
+    start_mb = status_mb("VmRSS")
     parse = [0.0]
     cpu_started = _cpu_s()
     started = time.perf_counter()
@@ -93,13 +85,13 @@ def child_build(engine: str, corpus_name: str, records: int, directory: str) -> 
     build_s = time.perf_counter() - started
     cpu_s = _cpu_s() - cpu_started
     gc.collect()
-    closed_mb = _status_mb("VmRSS")
-    peak_mb = _status_mb("VmHWM")
+    closed_mb = status_mb("VmRSS")
+    peak_mb = status_mb("VmHWM")
     # The process that indexed now serves what it built: reopen it here and ask one query.
     adapter.open()
     adapter.search("one_word_medium", _first_query(corpus_name))
     gc.collect()
-    serving_mb = _status_mb("VmRSS")
+    serving_mb = status_mb("VmRSS")
     adapter.close()
     return {"records": built, "build_s": round(build_s, 2), "parse_s": round(parse[0], 2),
             "records_per_s": round(built / build_s), "cpu_s": round(cpu_s, 2), "rss_start_mb": round(start_mb, 1),
@@ -119,7 +111,7 @@ def child_open(engine: str, corpus_name: str, directory: str) -> dict[str, Any]:
     entry = _first_query(corpus_name)
     adapter = adapter_for(engine)
     adapter.attach(CORPORA[corpus_name], directory)
-    start_mb = _status_mb("VmRSS")
+    start_mb = status_mb("VmRSS")
     started = time.perf_counter()
     adapter.open()
     opened = time.perf_counter()
@@ -127,7 +119,7 @@ def child_open(engine: str, corpus_name: str, directory: str) -> dict[str, Any]:
     done = time.perf_counter()
     result = {"open_s": round(done - started, 3), "first_query_ms": round((done - opened) * 1000, 1),
               "first_query": " ".join(entry["words"]), "first_query_hits": answer.total,
-              "open_rss_start_mb": round(start_mb, 1), "rss_after_open_mb": round(_status_mb("VmRSS"), 1)}
+              "open_rss_start_mb": round(start_mb, 1), "rss_after_open_mb": round(status_mb("VmRSS"), 1)}
     adapter.close()
     return result
 

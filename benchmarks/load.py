@@ -22,8 +22,8 @@ import asyncio
 import json
 import os
 import random
-import shutil
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,11 +43,11 @@ READY = re.compile(r"roarsearch ready on (http://127\.0\.0\.1:\d+) ")
 START_TIMEOUT_S = 60
 
 
-def start_server(data: str, log_path: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(data: str, log_path: str, admin: str = ADMIN) -> tuple[subprocess.Popen[bytes], str]:
     """``roarsearch serve`` on a free loopback port; returns the process and its URL (from the ready line)."""
     with open(log_path, "wb") as log:
         server = subprocess.Popen([sys.executable, "-m", "roarsearch", "serve", "--data", data, "--host", "127.0.0.1",
-                                   "--port", "0", "--api-key", ADMIN, "--search-key", SEARCH],
+                                   "--port", "0", "--api-key", admin, "--search-key", SEARCH],
                                   stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:

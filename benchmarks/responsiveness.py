@@ -41,7 +41,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -58,7 +57,7 @@ from roarsearch.datasets import load_places
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN = "responsiveness-admin-key"
 sys.path.insert(0, str(ROOT))
-from benchmarks.load import READY, START_TIMEOUT_S  # noqa: E402
+from benchmarks.load import start_server as start_load_server  # noqa: E402
 
 COLLECTION = "places"
 HEAVY_TIMEOUT_S = 300
@@ -119,22 +118,6 @@ def candidates(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         "group-deep": {**base, "groupBy": "countryCode", "groupLimit": 1000, "count": 1000, "skip": 100},
         "group-10k": {**base, "groupBy": "countryCode", "groupLimit": 1000, "count": 10},
     }
-
-
-def start_server(data: str, log_path: str) -> tuple[subprocess.Popen[bytes], str]:
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen([sys.executable, "-m", "roarsearch", "serve", "--data", data, "--host", "127.0.0.1",
-                                   "--port", "0", "--api-key", ADMIN], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        ready = READY.search(Path(log_path).read_text(errors="replace"))
-        if ready:
-            return server, ready[1]
-        if server.poll() is not None:
-            break
-        time.sleep(0.1)
-    server.kill()
-    raise RuntimeError(f"server did not start: {Path(log_path).read_text(errors='replace')[-2000:]}")
 
 
 def quantiles(latencies: list[float]) -> dict[str, float]:
@@ -215,7 +198,7 @@ def main() -> None:
         with Engine(os.path.join(data, "default")) as engine:
             for start in range(0, len(records), 20_000):
                 engine.add_records(COLLECTION, records[start:start + 20_000])
-        server, url = start_server(data, os.path.join(folder, "server.log"))
+        server, url = start_load_server(data, os.path.join(folder, "server.log"), admin=ADMIN)
         try:
             with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}",
                                                      "Content-Type": "application/json"},

@@ -20,6 +20,7 @@ import zlib
 from typing import Any
 
 from roarsearch.errors import BadRequestError, CorruptionError, StorageError
+from roarsearch.storage.fs import FileSystem
 from roarsearch.storage.lock import DirectoryLock
 
 STATE_FILE = "CLUSTER"
@@ -27,12 +28,17 @@ COMMIT_LOG = "COMMITS"
 FORMAT = 1
 
 
-def _fsync_dir(path: str) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+#: File operations go through the storage layer, as every other durable write does.
+FILES = FileSystem()
+
+
+def write_durably(path: str, data: bytes) -> None:
+    """``path`` holds ``data`` whole or keeps its old content: temp file, fsync, rename, fsync dir."""
+    temporary = path + ".tmp"
+    FILES.write_new(temporary, [data])
+    FILES.fsync(temporary)
+    FILES.replace(temporary, path)
+    FILES.fsync_dir(os.path.dirname(path))
 
 
 class Coordinator:
@@ -91,13 +97,7 @@ class Coordinator:
         return state
 
     def _write_state(self, state: dict[str, Any]) -> None:
-        temporary = self.state_path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.state_path)
-        _fsync_dir(self.path)
+        write_durably(self.state_path, json.dumps(state).encode("utf-8"))
 
     def _read_log(self) -> list[dict[str, Any]]:
         if not os.path.exists(self.log_path):
@@ -132,11 +132,7 @@ class Coordinator:
     def checkpoint(self) -> None:
         """Fold the log into the state file and empty the log (every shard has resolved it)."""
         self._write_state({"format": FORMAT, "shards": self.shards, "text_fields": self.text_fields})
-        temporary = self.log_path + ".tmp"
-        with open(temporary, "wb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.log_path)
-        _fsync_dir(self.path)
+        write_durably(self.log_path, b"")
         self.committed = set()
 
     def close(self) -> None:

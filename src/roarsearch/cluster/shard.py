@@ -28,6 +28,7 @@ import msgpack
 import numpy as np
 
 from roarsearch.analysis.analyzer import analyze
+from roarsearch.cluster.coordinator import FILES, write_durably
 from roarsearch.engine.collection import Collection
 from roarsearch.engine.engine import Engine
 from roarsearch.errors import DirectoryLockedError, NotFoundError
@@ -73,24 +74,6 @@ def field_sort_part(index: Index, field: str, doc: int, descending: bool) -> Sor
         if doc < source.size and not math.isnan(float(source[doc])):
             part = (1 if descending else 0, float(source[doc]))
     return part
-
-
-def _write_file(path: str, data: bytes) -> None:
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    _fsync_dir(os.path.dirname(path))
-
-
-def _fsync_dir(path: str) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 class ShardActor:
@@ -141,7 +124,7 @@ class ShardActor:
                     ids = [target.index.docs.record_ids[doc] for doc in docs]
             payload = {"op": "delete", "ids": ids, "count": True}
         data = msgpack.packb({"tx": tx, "collection": collection, "payload": payload}, use_bin_type=True)
-        _write_file(self._prepared_file(tx), data)
+        write_durably(self._prepared_file(tx), data)
 
     def commit(self, tx: str) -> Any:
         """Apply a prepared batch (its result: found flags, a deleted count, or None)."""
@@ -154,7 +137,7 @@ class ShardActor:
         path = self._prepared_file(tx)
         if os.path.exists(path):
             os.remove(path)
-            _fsync_dir(self.prepared_path)
+            FILES.fsync_dir(self.prepared_path)
 
     def recover(self, committed: list[str]) -> dict[str, Any]:
         """Resolve every batch left prepared: committed ones are applied, the others discarded.
@@ -167,7 +150,7 @@ class ShardActor:
             if name.endswith(".msgpack") and tx in done:
                 results[tx] = self._apply(path)
             os.remove(path)
-        _fsync_dir(self.prepared_path)
+        FILES.fsync_dir(self.prepared_path)
         return results
 
     def _apply(self, path: str) -> Any:

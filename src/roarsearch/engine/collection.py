@@ -206,8 +206,7 @@ class Collection:
         if request.group_by is not None:
             results = self._groups(context, ranker, highlighter)
         else:
-            results = [self._result(doc, rank, request, highlighter)
-                       for doc, rank in ranker.page(context.candidates, request.skip, request.count)]
+            results = self._results(ranker.page(context.candidates, request.skip, request.count), request, highlighter)
         response = {
             "query": body,
             "results": results,
@@ -239,20 +238,26 @@ class Collection:
         groups = group_results(self.index.field_columns(request.group_by), context.candidates, ranker.docs,
                                request.skip, group_count, request.group_limit)
         return [{"value": value, "totalHits": total,
-                 "results": [self._result(doc, ranker.ranks[doc], request, highlighter) for doc in docs]}
+                 "results": self._results([(doc, ranker.ranks[doc]) for doc in docs], request, highlighter)}
                 for value, total, docs in groups]
 
-    def _result(self, doc: int, rank: float, request: SearchRequest, highlighter: Highlighter | None) -> dict[str, Any]:
-        record = self.index.docs.record(doc)
-        shown = record if "*" in request.fields else project(
-            record, [path for path, head in _path_heads(request.fields) if head in record])
-        shown["_rank"] = rank
-        if request.geo is not None and request.geo.around is not None:
-            # Contract §9: every result carries its distance from ``around`` in whole metres.
-            distance = self.index.geo.distances(np.asarray([doc]), request.geo.around.lat, request.geo.around.lng)
-            (metres,) = whole_metres(distance)
-            if metres is not None:
-                shown["_geoDistance"] = metres
-        if highlighter is not None:
-            shown["_highlights"] = highlighter.highlights(record, request.highlight_fields)
-        return shown
+    def _results(self, placed: list[tuple[int, float]], request: SearchRequest,
+                 highlighter: Highlighter | None) -> list[dict[str, Any]]:
+        """The records of one page: projected, with ``_rank``, ``_geoDistance`` and ``_highlights``."""
+        heads = None if "*" in request.fields else _path_heads(request.fields)
+        around = request.geo.around if request.geo is not None else None
+        # Contract §9: with ``around``, every result carries its distance in whole metres (one
+        # vectorised measure for the page).
+        metres = ([None] * len(placed) if around is None else
+                  whole_metres(self.index.geo.distances(np.asarray([doc for doc, _ in placed]), around.lat, around.lng)))
+        results = []
+        for (doc, rank), distance in zip(placed, metres):
+            record = self.index.docs.record(doc)
+            shown = record if heads is None else project(record, [path for path, head in heads if head in record])
+            shown["_rank"] = rank
+            if distance is not None:
+                shown["_geoDistance"] = distance
+            if highlighter is not None:
+                shown["_highlights"] = highlighter.highlights(record, request.highlight_fields)
+            results.append(shown)
+        return results

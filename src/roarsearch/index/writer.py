@@ -23,10 +23,12 @@ from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldCo
 from roarsearch.index.docstore import RecordId
 from roarsearch.index.geo import extract_points
 from roarsearch.index.postings import FieldPostings
-from roarsearch.schema import iter_leaves
+from roarsearch.schema import GEO_FIELD, iter_leaves
 
 if TYPE_CHECKING:
     from roarsearch.index.index import Index
+
+GEO_LAT, GEO_LNG = f"{GEO_FIELD}.lat", f"{GEO_FIELD}.lng"
 
 #: Positions of successive values of one field (array elements) are this far apart, so that
 #: proximity never rewards words that sit in different elements.
@@ -166,8 +168,6 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
 def add_records(index: Index, records: list[dict[str, Any]]) -> None:
     """Insert or replace validated records (the last of repeated ids wins)."""
     new_docs, _replaced = index.docs.add(records)
-    positions, lat, lng = extract_points(records)
-    index.geo.add(new_docs[positions], lat, lng)
     by_field: dict[str, _BatchFields] = {}
     first_texts: list[str] = []
     value_fields = _ValuePolicy(index)
@@ -176,8 +176,25 @@ def add_records(index: Index, records: list[dict[str, Any]]) -> None:
             _collect_nested(doc, record, by_field, first_texts, value_fields)
     for path, fields in by_field.items():
         _add_field(index, path, fields)
+    _add_points(index, records, new_docs, by_field)
     index.note_text_fields(first_texts)
     index.advance_generation()
+
+
+def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarray,
+                by_field: dict[str, _BatchFields]) -> None:
+    """``_geo`` points from the leaves already collected: validation makes every ``_geo`` exactly
+    one ``lat`` and one ``lng`` number, so the two leaf lists pair up doc by doc. Only a record
+    whose own keys are literally named ``_geo.lat`` could break the pairing; then the points are
+    read from the records themselves."""
+    lat, lng = by_field.get(GEO_LAT), by_field.get(GEO_LNG)
+    if lat is None or lng is None or not lat.numbers:
+        return
+    if lat.number_docs == lng.number_docs:
+        index.geo.add(np.asarray(lat.number_docs, dtype=np.uint32), np.asarray(lat.numbers), np.asarray(lng.numbers))
+        return
+    positions, lat_values, lng_values = extract_points(records)
+    index.geo.add(new_docs[positions], lat_values, lng_values)
 
 
 def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
