@@ -46,10 +46,8 @@ DEFAULT_MAX_BODY_BYTES = 100 * 1024 * 1024
 CELL_WIDTH = 40
 #: Columns of the search table besides ``id`` and ``_rank`` when ``--fields`` does not name them.
 TABLE_FIELDS = 4
-#: Records per search page when exporting (the most a search returns).
+#: Records per page when exporting (the most ``page_records`` returns at once).
 EXPORT_PAGE = 1000
-#: The deepest page a search reaches (the request's ``skip`` bound); export pages through search.
-EXPORT_MAX_SKIP = 1_000_000
 
 
 class UsageError(Exception):
@@ -519,10 +517,7 @@ def export(args: argparse.Namespace) -> int:
     from roarsearch import Engine
 
     with Engine(_existing_data_directory(args.data, args.app)) as engine:
-        first = engine.search({"collection": args.collection, "count": 0})
-        if first["totalHits"] > EXPORT_MAX_SKIP + EXPORT_PAGE:
-            raise ValueError(f"{args.collection}: {first['totalHits']:,} records; export pages through search, "
-                             f"which reaches {EXPORT_MAX_SKIP + EXPORT_PAGE:,}: use `roarsearch backup` instead")
+        engine.page_records(args.collection, count=1)  # an unknown collection fails before any file is made
         if args.output is None:
             written = _export_to(engine, args.collection, sys.stdout)
         else:
@@ -541,14 +536,13 @@ def export(args: argparse.Namespace) -> int:
 
 
 def _export_to(engine: Any, collection: str, out: Any) -> int:
-    written = 0
+    written, after = 0, None
     while True:
-        page = engine.search({"collection": collection, "sort": ["id"], "skip": written, "count": EXPORT_PAGE})
-        for record in page["results"]:
-            record.pop("_rank", None)  # added by search, not part of the record
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        written += len(page["results"])
-        if len(page["results"]) < EXPORT_PAGE:
+        page = engine.page_records(collection, count=EXPORT_PAGE, after=after)
+        out.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in page["records"])
+        written += len(page["records"])
+        after = page["next"]
+        if after is None:
             return written
 
 

@@ -126,6 +126,12 @@ def test_paging_is_in_id_order() -> None:
         assert page_all(engine, count) == [-3, 5, 12, "10", "a", "b"]
     assert engine.page_records("c", count=10) == {"records": engine.get_records("c", [-3, 5, 12, "10", "a", "b"]),
                                                    "next": None}
+    engine.page_records("c")  # ranks are now cached; deletes and adds must leave paging exact
+    engine.delete_records("c", ids=[5, "a"])
+    assert page_all(engine, 2) == [-3, 12, "10", "b"]  # the cached ranks now have gaps
+    engine.add_records("c", [{"id": 7}, {"id": "0"}])
+    for count in (1, 3, 1000):
+        assert page_all(engine, count) == [-3, 7, 12, "0", "10", "b"]
     for bad in ({"count": 0}, {"count": 1001}, {"after": "!!"}, {"after": "W10"}):
         with pytest.raises(BadRequestError):
             engine.page_records("c", **bad)
