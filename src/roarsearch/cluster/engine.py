@@ -284,7 +284,8 @@ class ShardedEngine:
         for slot in fields.values():  # the engine's order of kinds
             slot["kinds"] = [kind for kind in ("number", "string", "boolean") if kind in slot["kinds"]]
         return {"collection": collection_id, "records": sum(part["records"] for part in parts),
-                "fields": [fields[name] for name in sorted(fields)], "settings": parts[0]["settings"]}
+                "fields": [fields[name] for name in sorted(fields) if fields[name]["records"]],
+                "settings": parts[0]["settings"]}
 
     def drop_collection(self, collection: str) -> dict[str, int]:
         """Remove a collection, its records and settings from every shard, all or nothing, durably:

@@ -221,7 +221,27 @@ class ShardActor:
         return None if self._existing(collection) is None else self.engine.page_records(collection, count, after)
 
     def collection_info(self, collection: str) -> dict[str, Any] | None:
-        return None if self._existing(collection) is None else self.engine.collection_info(collection)
+        """``Engine.collection_info`` of this shard, but listing fields no record here holds now too:
+        a field's ``string``/``boolean`` kinds are those it ever held (as the engine's), so the
+        driver needs them from every shard that ever held the field, then drops fields held nowhere."""
+        target = self._existing(collection)
+        if target is None:
+            return None
+        with target.lock.reading():
+            index = target.index
+            alive = index.alive
+            fields = []
+            for path, columns in sorted(index.columns.items()):
+                kinds = []
+                if columns.numeric is not None and columns.numeric.docs & alive:
+                    kinds.append("number")
+                if columns.has_text:
+                    kinds.append("string")
+                if columns.has_bool:
+                    kinds.append("boolean")
+                fields.append({"field": path, "kinds": kinds, "records": len(columns.exists & alive)})
+            return {"collection": target.name, "records": len(alive), "fields": fields,
+                    "settings": target.settings.to_dict()}
 
     # ------------------------------------------------------------------ search
 
