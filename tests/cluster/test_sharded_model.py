@@ -230,7 +230,7 @@ def test_sharded_api_equals_single_engine(engines: tuple[ShardedEngine, Engine],
     collection = f"api{next(_names)}"
     for kind, argument in [("add", [{"id": 0, "kind": "a", "_geo": POINTS[0]}])] + writes:
         if kind == "settings":
-            _both(sharded, single, lambda engine: engine.update_settings(collection, argument))
+            _both(sharded, single, lambda engine, update=argument: engine.update_settings(collection, update))
         elif kind == "drop":
             _both(sharded, single, lambda engine: engine.drop_collection(collection))
         else:
@@ -247,7 +247,7 @@ def test_sharded_api_equals_single_engine(engines: tuple[ShardedEngine, Engine],
             if distance_facet:
                 body["numericFacets"] = {"_geoDistance": ["[0,1000)", "[1000,5000]"]}
         bodies.append(body)
-        _both(sharded, single, lambda engine: engine.search(body))
+        _both(sharded, single, lambda engine, body=body: engine.search(body))
     _both(sharded, single, lambda engine: engine.multi_search(bodies + [{"collection": collection, "count": -1}]))
     _both(sharded, single, lambda engine: engine.get_settings(collection))
     _both(sharded, single, lambda engine: engine.get_records(collection, ids))
@@ -255,7 +255,7 @@ def test_sharded_api_equals_single_engine(engines: tuple[ShardedEngine, Engine],
     _both(sharded, single, lambda engine: engine.collections())
     cursor = None
     for _ in range(60 // page + 2):  # walk every page (at most 60 records exist)
-        answer = _both(sharded, single, lambda engine: engine.page_records(collection, page, cursor))
+        answer = _both(sharded, single, lambda engine, after=cursor: engine.page_records(collection, page, after))
         if "records" not in answer or answer["next"] is None:
             break
         cursor = answer["next"]
