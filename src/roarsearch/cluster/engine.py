@@ -57,7 +57,7 @@ from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.plan import resolve_search_fields
 from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import Settings, settings_from_dict
-from roarsearch.schema import check_record_id, iter_leaves, validate_records
+from roarsearch.schema import check_record_id, check_unicode, iter_leaves, validate_records
 
 try:
     import ray
@@ -130,6 +130,7 @@ class ShardedEngine:
             self._restart_locks = [threading.Lock() for _ in range(self.shards)]
             self._restarting: set[int] = set()
             self._recovered: dict[str, dict[int, Any]] = {}
+            self._settings_cache: dict[str, tuple[dict[str, Any], Settings]] = {}
             self._actors = [self._start(shard) for shard in range(self.shards)]
             committed = sorted(self._coordinator.committed)
             ray.get([actor.recover.remote(committed) for actor in self._actors], timeout=CALL_TIMEOUT)
@@ -300,8 +301,16 @@ class ShardedEngine:
     # ------------------------------------------------------------------ settings
 
     def _settings(self, collection: str) -> Settings:
-        """The collection's settings as the driver keeps them (equal to every shard's: contract §7)."""
-        return settings_from_dict(self._coordinator.settings.get(collection))
+        """The collection's settings as the driver keeps them (equal to every shard's: contract §7).
+        Built once per settings commit (a commit replaces the collection's dict in the coordinator)."""
+        current = self._coordinator.settings.get(collection)
+        if current is None:
+            return settings_from_dict(None)
+        cached = self._settings_cache.get(collection)
+        if cached is None or cached[0] is not current:
+            cached = (current, settings_from_dict(current))
+            self._settings_cache[collection] = cached
+        return cached[1]
 
     def get_settings(self, collection: str) -> dict[str, Any]:
         """Every settings key of the collection, with its default where unset (contract §7)."""
@@ -554,6 +563,7 @@ class ShardedEngine:
             raise BadRequestError("request body: must be a JSON object", field="body")
         if not isinstance(facet, str) or not facet:
             raise BadRequestError("facetName: must be a non-empty field name", field="facetName")
+        check_unicode(facet, "facetName", "facetName")
         body = dict(request)
         body["collection"] = check_collection_id(collection, "collectionId")
         parsed = parse_search_request(body, facet_search=True)
