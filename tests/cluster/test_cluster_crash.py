@@ -7,6 +7,9 @@
 - a shard actor killed (``ray.kill``) while batches are being written: it is restarted from its
   directory, calls meanwhile fail only with 503, searches are 503 or see whole batches only, and after
   reopening every acknowledged batch is present and every failed one wholly present or absent;
+- a driver SIGKILLed while it updates settings and drops collections: after reopening, every
+  shard holds the same collections with the same settings, those after the acknowledged
+  operations (or after one more): never a settings update or a drop on some shards only;
 - reopening with another shard count is a 400.
 """
 
@@ -26,9 +29,9 @@ import pytest
 
 pytest.importorskip("ray", reason="pip install -e '.[cluster]'")
 
-from roarsearch import SearchError
+from roarsearch import Engine, SearchError
 from roarsearch.cluster import ShardedEngine
-from tests.cluster.writer import apply, operations
+from tests.cluster.writer import apply, apply_settings, operations, settings_operations
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::FutureWarning"),
@@ -90,6 +93,58 @@ def test_driver_killed_mid_batch(tmp_path: Path, ray_session: Any, seed: int) ->
         state = _state(engine)
     before, after = _models(ops, acked + 1)
     assert state in (before, after), (acked, len(state), len(before), len(after))
+
+
+def _kill_writer_after(data: Path, seed: int, *extra: str) -> int:
+    """Start a writer process, SIGKILL it (with its Ray) a little after a random acknowledged
+    operation; the number of the last acknowledged operation."""
+    writer = subprocess.Popen([sys.executable, "-m", "tests.cluster.writer", str(data), str(SHARDS), str(BATCHES),
+                               str(SIZE), *extra],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    acked = -1
+    try:
+        assert writer.stdout is not None
+        line = writer.stdout.readline()
+        assert line.strip() == "READY", line
+        target = random.Random(seed).randint(3, 40)
+        while acked < target:
+            line = writer.stdout.readline()
+            if not line.startswith("ACK"):
+                break
+            acked = int(line.split()[1])
+        time.sleep(random.Random(seed).random() * 0.03)
+        writer.send_signal(signal.SIGKILL)  # the driver, mid-operation
+        writer.wait(30)
+        rest = writer.stdout.read()
+        return max([acked] + [int(line.split()[1]) for line in rest.splitlines() if line.startswith("ACK")])
+    finally:
+        try:
+            os.killpg(writer.pid, signal.SIGKILL)  # its local Ray and shard actors
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_driver_killed_mid_settings_or_drop(tmp_path: Path, ray_session: Any, seed: int) -> None:
+    data = tmp_path / "data"
+    acked = _kill_writer_after(data, seed, "settings")
+    with ShardedEngine(data) as engine:  # recovery resolves the operation in flight on every shard
+        seen = {entry["collection"]: engine.get_settings(entry["collection"]) for entry in engine.collections()}
+    shards = []
+    for shard in range(SHARDS):  # each shard's own directory, as it is on disk
+        with Engine(data / f"shard-{shard}") as one:
+            shards.append({name: one.get_settings(name) for name in one.collection_names()})
+    assert all(state == shards[0] for state in shards), shards
+    assert seen == shards[0]
+    ops = settings_operations(BATCHES)
+    assert acked < len(ops) - 1, "the writer finished before it was killed"
+    before: dict[str, Any] = {}
+    for op in ops[:acked + 1]:
+        apply_settings(before, op)
+    after = dict(before)
+    if acked + 1 < len(ops):
+        apply_settings(after, ops[acked + 1])
+    assert shards[0] in (before, after), (acked, sorted(shards[0]))
 
 
 def test_shard_actor_killed_mid_batch(tmp_path: Path, ray_session: Any) -> None:

@@ -2,14 +2,20 @@
 
 Owns: the root of a sharded data directory —
 
-    CLUSTER            JSON: {"format": 1, "shards": N, "text_fields": {collection: [field, ...]}}
+    CLUSTER            JSON: {"format": 1, "shards": N, "text_fields": {collection: [field, ...]},
+                       "settings": {collection: {key: value, ...}}}
     COMMITS            the coordinator log: one line per committed batch, "<crc32 hex> <json>\\n"
+                       (a settings batch carries the collection's new settings; a drop says so)
     LOCK               held (flock) by the one open ShardedEngine
     shard-K/           shard K's own data directory (an Engine directory plus its prepare area)
 
 A batch is committed exactly when its line is durable in ``COMMITS`` (written and fsynced); a torn
 last line is no commit. On open the log is folded into ``CLUSTER`` (written atomically) and then
 emptied, once every shard has resolved its prepared batches against it.
+
+The driver keeps each collection's settings here as well as in every shard (they change only
+through committed batches, so both agree): a search needs them before it is scattered (the
+settings' ``searchFields`` are resolved over the collection-wide field order).
 """
 
 from __future__ import annotations
@@ -58,24 +64,37 @@ class Coordinator:
                     raise BadRequestError(f"shards: {self.path!r} is not a sharded data directory yet; give shards=N", field="shards")
                 if any(name not in ("LOCK",) for name in os.listdir(self.path)):
                     raise BadRequestError(f"path: {self.path!r} is not a sharded data directory and not empty", field="path")
-                state = {"format": FORMAT, "shards": shards, "text_fields": {}}
+                state = {"format": FORMAT, "shards": shards, "text_fields": {}, "settings": {}}
                 self._write_state(state)
             elif shards is not None and shards != state["shards"]:
                 raise BadRequestError(
                     f"shards: {self.path!r} holds {state['shards']} shards; it cannot be opened with {shards}", field="shards")
             self.shards: int = state["shards"]
             self.text_fields: dict[str, list[str]] = {name: list(fields) for name, fields in state["text_fields"].items()}
+            #: Settings of the collections that have some (older states have none: defaults).
+            self.settings: dict[str, dict[str, Any]] = dict(state.get("settings") or {})
             #: Transactions whose commit line is in the log (in-doubt batches resolve against these).
             self.committed: set[str] = set()
             for entry in self._read_log():
                 self.committed.add(entry["tx"])
-                self.note_fields(entry["collection"], entry["fields"])
+                self._note(entry)
         except BaseException:
             self.lock.release()
             raise
 
     def shard_path(self, shard: int) -> str:
         return os.path.join(self.path, f"shard-{shard}")
+
+    def _note(self, entry: dict[str, Any]) -> None:
+        """Fold one committed batch into the driver's view of its collection."""
+        collection = entry["collection"]
+        if entry.get("drop"):
+            self.text_fields.pop(collection, None)
+            self.settings.pop(collection, None)
+            return
+        self.note_fields(collection, entry["fields"])
+        if entry.get("settings") is not None:
+            self.settings[collection] = entry["settings"]
 
     def note_fields(self, collection: str, fields: list[str]) -> None:
         known = self.text_fields.setdefault(collection, [])
@@ -115,9 +134,15 @@ class Coordinator:
                 break  # a torn last line: that batch was never committed
         return entries
 
-    def append_commit(self, tx: str, collection: str, fields: list[str]) -> None:
+    def append_commit(self, tx: str, collection: str, fields: list[str], *,
+                      settings: dict[str, Any] | None = None, drop: bool = False) -> None:
         """Commit a batch: its line is durable when this returns (raises StorageError otherwise)."""
-        body = json.dumps({"tx": tx, "collection": collection, "fields": fields}).encode()
+        entry: dict[str, Any] = {"tx": tx, "collection": collection, "fields": fields}
+        if settings is not None:
+            entry["settings"] = settings
+        if drop:
+            entry["drop"] = True
+        body = json.dumps(entry).encode()
         line = f"{zlib.crc32(body):08x} ".encode() + body + b"\n"
         try:
             with open(self.log_path, "ab") as handle:
@@ -127,11 +152,12 @@ class Coordinator:
         except OSError as error:
             raise StorageError(f"{self.log_path}: the commit could not be written ({error.strerror or error})") from error
         self.committed.add(tx)
-        self.note_fields(collection, fields)
+        self._note(entry)
 
     def checkpoint(self) -> None:
         """Fold the log into the state file and empty the log (every shard has resolved it)."""
-        self._write_state({"format": FORMAT, "shards": self.shards, "text_fields": self.text_fields})
+        self._write_state({"format": FORMAT, "shards": self.shards, "text_fields": self.text_fields,
+                           "settings": self.settings})
         write_durably(self.log_path, b"")
         self.committed = set()
 

@@ -1,9 +1,11 @@
 """:class:`ShardedEngine`: the :class:`~roarsearch.engine.engine.Engine` API over N shard actors.
 
 Owns: routing (a record goes to shard ``blake2b(msgpack(id)) mod N``), the two-phase commit of
-every write batch across the shards it touches, scatter/gather of searches with the
-collection-wide facts decided here (the first-seen order of text fields behind ``*``, the number
-of query words kept), and restarting a dead shard actor (calls meanwhile raise 503).
+every write batch across the shards it touches (record batches, settings updates and drops, the
+last two over every shard), scatter/gather of searches with the collection-wide facts decided
+here (the first-seen order of text fields behind ``*``, the settings' ``searchFields``, the number
+of query words kept), the records API (gets routed by id, pages merged by id, collection counts
+and fields summed), multi-search, and restarting a dead shard actor (calls meanwhile raise 503).
 
 Write protocol (one batch at a time):
 
@@ -30,6 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
@@ -39,8 +42,9 @@ from roarsearch.cluster.coordinator import Coordinator
 from roarsearch.cluster.merge import merge_facet_values, merge_responses
 from roarsearch.cluster.shard import ShardActor
 from roarsearch.engine.collection import ReadWriteLock
-from roarsearch.engine.engine import Engine
+from roarsearch.engine.engine import MAX_MULTI_SEARCH, Engine, encode_cursor
 from roarsearch.engine.request import check_collection_id, parse_search_request
+from roarsearch.engine.settings import updated_settings
 from roarsearch.errors import (
     BadRequestError,
     InternalError,
@@ -48,10 +52,12 @@ from roarsearch.errors import (
     SearchError,
     ServiceUnavailableError,
 )
+from roarsearch.index.docstore import id_sort_key
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.plan import resolve_search_fields
 from roarsearch.query.request import SearchRequest
-from roarsearch.schema import check_record_id, iter_leaves, validate_records
+from roarsearch.query.settings import Settings, settings_from_dict
+from roarsearch.schema import check_record_id, check_unicode, iter_leaves, validate_records
 
 try:
     import ray
@@ -63,6 +69,8 @@ log = logging.getLogger("roarsearch.cluster")
 
 #: Facet values and groups asked of each shard: all of them (a shard's local top-k is not enough).
 EVERYTHING = 2**31 - 1
+#: Searches of one multi-search in flight at once (each mostly waits on its shards).
+MULTI_SEARCH_THREADS = 4
 #: Seconds to wait for a shard call before it counts as failed.
 CALL_TIMEOUT = float(os.environ.get("ROARSEARCH_SHARD_TIMEOUT", "600"))
 
@@ -122,6 +130,7 @@ class ShardedEngine:
             self._restart_locks = [threading.Lock() for _ in range(self.shards)]
             self._restarting: set[int] = set()
             self._recovered: dict[str, dict[int, Any]] = {}
+            self._settings_cache: dict[str, tuple[dict[str, Any], Settings]] = {}
             self._actors = [self._start(shard) for shard in range(self.shards)]
             committed = sorted(self._coordinator.committed)
             ray.get([actor.recover.remote(committed) for actor in self._actors], timeout=CALL_TIMEOUT)
@@ -246,13 +255,80 @@ class ShardedEngine:
         self.close()
 
     def collection_names(self) -> list[str]:
+        """Names of the collections that exist (on some shard), sorted."""
+        return [entry["collection"] for entry in self.collections()]
+
+    def collections(self) -> list[dict[str, Any]]:
+        """Every collection with its record count summed over the shards (as :meth:`Engine.collections`)."""
         with self._rw.reading():
             parts = self._call_all(lambda actor: actor.collections.remote())
-        return sorted({name for names in parts.values() for name in names})
+        counts: dict[str, int] = {}
+        for entries in parts.values():
+            for entry in entries:
+                counts[entry["collection"]] = counts.get(entry["collection"], 0) + entry["records"]
+        return [{"collection": name, "records": counts[name]} for name in sorted(counts)]
 
-    def collections(self) -> list[str]:
-        """Names of the collections (the single engine's record counts are not merged yet)."""
-        return self.collection_names()
+    def collection_info(self, collection: str) -> dict[str, Any]:
+        """Record count, fields (kinds, records holding each: summed over the shards) and settings."""
+        collection_id = check_collection_id(collection, "collectionId")
+        with self._rw.reading():
+            parts = [part for part in self._call_all(lambda actor: actor.collection_info.remote(collection_id)).values()
+                     if part is not None]
+        if not parts:
+            raise NotFoundError(f"collection '{collection_id}' not found", field="collection")
+        fields: dict[str, dict[str, Any]] = {}
+        for part in parts:
+            for entry in part["fields"]:
+                slot = fields.setdefault(entry["field"], {"field": entry["field"], "kinds": set(), "records": 0})
+                slot["kinds"].update(entry["kinds"])
+                slot["records"] += entry["records"]
+        for slot in fields.values():  # the engine's order of kinds
+            slot["kinds"] = [kind for kind in ("number", "string", "boolean") if kind in slot["kinds"]]
+        return {"collection": collection_id, "records": sum(part["records"] for part in parts),
+                "fields": [fields[name] for name in sorted(fields) if fields[name]["records"]],
+                "settings": parts[0]["settings"]}
+
+    def drop_collection(self, collection: str) -> dict[str, int]:
+        """Remove a collection, its records and settings from every shard, all or nothing, durably:
+        a two-phase commit like a record batch (a crash leaves it on every shard or on none)."""
+        collection_id = check_collection_id(collection, "collectionId")
+        with self._write_lock:
+            if collection_id not in self.collection_names():
+                raise NotFoundError(f"collection '{collection_id}' not found", field="collection")
+            self._write(collection_id, {shard: {"op": "drop"} for shard in range(self.shards)}, [], drop=True)
+        return {"status": 200}
+
+    # ------------------------------------------------------------------ settings
+
+    def _settings(self, collection: str) -> Settings:
+        """The collection's settings as the driver keeps them (equal to every shard's: contract §7).
+        Built once per settings commit (a commit replaces the collection's dict in the coordinator)."""
+        current = self._coordinator.settings.get(collection)
+        if current is None:
+            return settings_from_dict(None)
+        cached = self._settings_cache.get(collection)
+        if cached is None or cached[0] is not current:
+            cached = (current, settings_from_dict(current))
+            self._settings_cache[collection] = cached
+        return cached[1]
+
+    def get_settings(self, collection: str) -> dict[str, Any]:
+        """Every settings key of the collection, with its default where unset (contract §7)."""
+        collection_id = check_collection_id(collection, "collectionId")
+        if collection_id not in self.collection_names():
+            raise NotFoundError(f"collection '{collection_id}' not found", field="collection")
+        with self._rw.reading():
+            return self._settings(collection_id).to_dict()
+
+    def update_settings(self, collection: str, settings: dict[str, Any]) -> dict[str, Any]:
+        """Change the keys ``settings`` names on every shard, all or nothing, durably (a two-phase
+        commit whose commit line carries the new settings); creates the collection if needed."""
+        collection_id = check_collection_id(collection, "collectionId")
+        with self._write_lock:  # read-modify-write, serialised with every other write
+            new = updated_settings(self._settings(collection_id), settings).to_dict()
+            self._write(collection_id, {shard: {"op": "settings", "settings": new} for shard in range(self.shards)},
+                        [], settings=new)
+        return new
 
     def check(self) -> dict[str, Any]:
         """Every shard's check, merged: ``collections`` name ``shard-K/collection``."""
@@ -317,7 +393,55 @@ class ShardedEngine:
         deleted = self._write(collection, payloads, [])
         return [{"status": 200, "deleted": sum(int(count or 0) for count in deleted.values())}]
 
-    def _write(self, collection: str, payloads: dict[int, dict[str, Any]], fields: list[str]) -> dict[int, Any]:
+    # ------------------------------------------------------------------ records
+
+    def get_records(self, collection: str, ids: list[int | str]) -> list[dict[str, Any]]:
+        """The stored records of ``ids`` that exist, in the order asked (each asked of its shard)."""
+        try:  # the engine's own checks, in its order
+            with Engine() as probe:
+                probe.get_records(collection, ids)
+        except NotFoundError:
+            pass
+        checked = [check_record_id(record_id, f"ids[{position}]") for position, record_id in enumerate(ids)]
+        routed: dict[int, list[int]] = {shard: [] for shard in range(self.shards)}
+        for position, record_id in enumerate(checked):
+            routed[shard_of(record_id, self.shards)].append(position)
+        with self._rw.reading():
+            try:  # every shard is asked: the collection exists where some shard holds it
+                parts = self._gather({shard: _get_call(collection, [checked[p] for p in positions])
+                                      for shard, positions in routed.items()})
+            except _Unavailable as error:
+                raise error.as_503() from None
+        if all(part is None for part in parts.values()):
+            raise NotFoundError(f"collection '{collection}' not found", field="collection")
+        found: list[dict[str, Any] | None] = [None] * len(checked)
+        for shard, positions in routed.items():
+            for position, record in zip(positions, parts[shard] or []):
+                found[position] = record
+        return [record for record in found if record is not None]
+
+    def page_records(self, collection: str, count: int = 1000, after: str | None = None) -> dict[str, Any]:
+        """One page of every record in id order (as :meth:`Engine.page_records`, the same cursors):
+        each shard's page after the cursor, merged by id and cut to ``count``."""
+        try:  # the engine's own checks, in its order
+            with Engine() as probe:
+                probe.page_records(collection, count, after)
+        except NotFoundError:
+            pass
+        with self._rw.reading():
+            parts = [part for part in
+                     self._call_all(lambda actor: actor.page_records.remote(collection, count, after)).values()
+                     if part is not None]
+        if not parts:
+            raise NotFoundError(f"collection '{collection}' not found", field="collection")
+        records = sorted((record for part in parts for record in part["records"]), key=lambda record: id_sort_key(record["id"]))
+        # More remain when the shards returned more than a page, or one of them has more itself.
+        more = len(records) > count or any(part["next"] is not None for part in parts)
+        records = records[:count]
+        return {"records": records, "next": encode_cursor(records[-1]["id"]) if more and records else None}
+
+    def _write(self, collection: str, payloads: dict[int, dict[str, Any]], fields: list[str], *,
+               settings: dict[str, Any] | None = None, drop: bool = False) -> dict[int, Any]:
         """Two-phase commit of one batch over the shards of ``payloads``; their apply results."""
         with self._write_lock:
             tx = uuid.uuid4().hex
@@ -330,7 +454,7 @@ class ShardedEngine:
                 raise
             with self._rw.writing():
                 try:
-                    self._coordinator.append_commit(tx, collection, fields)
+                    self._coordinator.append_commit(tx, collection, fields, settings=settings, drop=drop)
                 except BaseException:
                     self._abort(tx, list(payloads))
                     raise
@@ -373,6 +497,7 @@ class ShardedEngine:
         started = time.perf_counter()
         parsed = parse_search_request(request)
         with self._rw.reading():
+            parsed = self._with_settings(parsed, request)
             fields = self._coordinator.text_fields.get(parsed.collection, [])
             widened = dataclasses.replace(
                 parsed,
@@ -383,12 +508,41 @@ class ShardedEngine:
                 group_count=EVERYTHING if parsed.group_by is not None else parsed.group_count,
                 group_limit=max(parsed.group_limit, 1),
             )
-            parts = self._scatter(lambda actor, kept: actor.search.remote(widened, request, kept))
+            parts = self._scatter(lambda actor, kept: actor.search.remote(widened, kept))
             if not any(part["exists"] for part in parts):
                 raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
         merged = merge_responses(parsed, request, parts)
         merged["responseTime"] = round((time.perf_counter() - started) * 1000)
         return merged
+
+    def _with_settings(self, parsed: SearchRequest, body: dict[str, Any]) -> SearchRequest:
+        """The request with the settings' ``searchFields`` where the body gives none (as
+        ``Collection._with_settings``), so that ``*`` is resolved here over every shard's fields."""
+        search_fields = self._settings(parsed.collection).search_fields
+        if search_fields != ("*",) and not body.get("searchFields"):
+            return dataclasses.replace(parsed, search_fields=search_fields)
+        return parsed
+
+    def multi_search(self, searches: Any) -> list[dict[str, Any]]:
+        """Up to 100 searches; one answer per search in order: its response, or its Error object."""
+        if isinstance(searches, dict) and set(searches) == {"searches"}:
+            searches = searches["searches"]
+        if not isinstance(searches, list):
+            raise BadRequestError("searches: must be an array of search requests", field="searches")
+        if len(searches) > MAX_MULTI_SEARCH:
+            raise BadRequestError(f"searches: at most {MAX_MULTI_SEARCH} searches, got {len(searches)}",
+                                  field="searches")
+
+        def one(request: Any) -> dict[str, Any]:
+            try:
+                return self.search(request)
+            except SearchError as error:
+                return error.to_dict()
+
+        if len(searches) <= 1:
+            return [one(request) for request in searches]
+        with ThreadPoolExecutor(min(MULTI_SEARCH_THREADS, len(searches))) as pool:  # overlap the shard round trips
+            return list(pool.map(one, searches))
 
     def _scatter(self, call: Callable[[Any, int | None], Any]) -> list[dict[str, Any]]:
         """Two rounds when needed: each shard keeps as many words as it can; shards that kept
@@ -409,10 +563,12 @@ class ShardedEngine:
             raise BadRequestError("request body: must be a JSON object", field="body")
         if not isinstance(facet, str) or not facet:
             raise BadRequestError("facetName: must be a non-empty field name", field="facetName")
+        check_unicode(facet, "facetName", "facetName")
         body = dict(request)
         body["collection"] = check_collection_id(collection, "collectionId")
         parsed = parse_search_request(body, facet_search=True)
         with self._rw.reading():
+            parsed = self._with_settings(parsed, body)
             fields = self._coordinator.text_fields.get(parsed.collection, [])
             widened = dataclasses.replace(parsed, search_fields=tuple(resolve_search_fields(parsed.search_fields, fields)),
                                           facet_query_count=EVERYTHING)
@@ -424,6 +580,10 @@ class ShardedEngine:
 
 def _prepare_call(tx: str, collection: str, payload: dict[str, Any]) -> Callable[[Any], Any]:
     return lambda actor: actor.prepare.remote(tx, collection, payload)
+
+
+def _get_call(collection: str, ids: list[int | str]) -> Callable[[Any], Any]:
+    return lambda actor: actor.get_records.remote(collection, ids)
 
 
 class _Unavailable(Exception):

@@ -1,7 +1,8 @@
 """Merging the partial answers of the shards into the single-engine response (contract §10).
 
 Owns: the exact merge — results by the full sort key (explicit keys per ``ranking.sort``
-semantics, then the packed relevance cost behind ``_rank``, then record id ascending) with
+semantics, then the packed relevance cost behind ``_rank``, then the settings' ``customRanking``,
+then record id ascending) with
 skip/count applied after the merge; ``totalHits`` summed; text facets from every shard's
 complete counts, summed, then cut to ``facetCount`` (count descending, then numbers < booleans
 < strings, strings by folded text then raw); numeric stats (min, max, record count, ``avg`` =
@@ -41,19 +42,26 @@ class Descending:
         return hash(self.value)
 
 
+def oriented(part: tuple[int, Any], descending: bool) -> tuple[int, Any]:
+    """A shard's ``(class, value)`` sort part turned so that ascending order is the wanted order."""
+    kind, value = part
+    if descending and kind != 2:
+        value = Descending(value) if isinstance(value, tuple) else -value
+    return (kind, value)
+
+
 def order_key(request: SearchRequest, key: Any) -> tuple[Any, ...]:
-    """A totally ordered key from a shard's ``(sort parts, relevance cost, record id)``."""
-    parts, cost, record_id = key
+    """A totally ordered key from a shard's ``(sort parts, relevance cost, customRanking parts,
+    record id)``: explicit sort, relevance, the settings' customRanking, then id (``ranking.sort``)."""
+    parts, cost, ties, record_id = key
     ordered: list[Any] = []
     for sort_key, part in zip(request.sort, parts):
         if sort_key.field == "_rank":
             ordered.append(part if sort_key.descending else -part)
             continue
-        kind, value = part
-        if sort_key.descending and kind != 2:
-            value = Descending(value) if isinstance(value, tuple) else -value
-        ordered.append((kind, value))
+        ordered.append(oriented(part, sort_key.descending))
     ordered.append(cost)
+    ordered.extend(ties)
     ordered.append(id_sort_key(record_id))
     return tuple(ordered)
 

@@ -9,10 +9,15 @@ Owns: the shard side of contract §10 —
   by a crash (committed in the coordinator log → applied, otherwise discarded). Re-applying a
   batch is harmless (an add is an upsert, a delete of ids or a clear is idempotent).
 - ``search`` runs the engine's own pipeline (``Collection.search``) on a request whose page,
-  facet counts and groups are widened by the driver, and adds per result the values the merge
-  needs: the explicit sort keys (by contract sort semantics, comparable across shards), the
-  packed relevance cost behind ``_rank`` and the record id; per numeric facet the sum and number
-  of values (``avg`` = sum / number of values).
+  facet counts and groups are widened by the driver (and whose ``searchFields`` the driver has
+  resolved, the settings' included), and adds per result the values the merge needs: the
+  explicit sort keys (by contract sort semantics, comparable across shards; ``_geoDistance`` as
+  the exact distance, ``id`` as the id), the packed relevance cost behind ``_rank``, the
+  settings' ``customRanking`` keys (already oriented) and the record id; per numeric facet the
+  sum and number of values (``avg`` = sum / number of values).
+- records and collections: ``get_records`` aligned to the ids asked, ``page_records``,
+  ``collections`` and ``collection_info`` of this shard (``None`` where it lacks the collection:
+  a collection exists where some shard holds it); settings and drops arrive as prepared batches.
 
 Plain Python (no Ray import): the driver wraps :class:`ShardActor` with ``ray.remote``.
 """
@@ -29,16 +34,20 @@ import numpy as np
 
 from roarsearch.analysis.analyzer import analyze
 from roarsearch.cluster.coordinator import FILES, write_durably
+from roarsearch.cluster.merge import oriented
 from roarsearch.engine.collection import Collection
 from roarsearch.engine.engine import Engine
 from roarsearch.errors import DirectoryLockedError, NotFoundError
 from roarsearch.facets.numeric import _candidate_values
 from roarsearch.facets.value_search import _number_matches, _string_matches
+from roarsearch.index.bitmaps import array_from_bitmap
+from roarsearch.index.docstore import id_sort_key
 from roarsearch.index.index import Index
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
 from roarsearch.query.fields import held_fields
+from roarsearch.query.geo import GEO_DISTANCE_FIELD
 from roarsearch.query.plan import allowed_typos
-from roarsearch.query.request import SearchRequest
+from roarsearch.query.request import SearchRequest, SortKey
 from roarsearch.ranking.ranker import Ranker
 
 PREPARED_DIR = "twophase"
@@ -46,7 +55,14 @@ PREPARED_DIR = "twophase"
 LOCK_WAIT_SECONDS = 30.0
 
 SortPart = tuple[int, Any]
-MergeKey = tuple[list[Any], int, Any]  # (explicit sort parts, relevance cost, record id)
+#: (explicit sort parts, relevance cost, oriented customRanking parts, record id)
+MergeKey = tuple[list[Any], int, list[Any], Any]
+
+
+def resolved_body() -> dict[str, Any]:
+    """The body a shard's collection sees: it names ``searchFields``, so the collection keeps the
+    driver's resolved list instead of re-applying the settings' ``*`` over this shard's fields."""
+    return {"searchFields": ["(resolved by the driver)"]}
 
 
 def relevance_cost(rank: float) -> int:
@@ -54,10 +70,17 @@ def relevance_cost(rank: float) -> int:
     return round((1.0 - rank) * float(1 << 32))
 
 
-def field_sort_part(index: Index, field: str, doc: int, descending: bool) -> SortPart:
+def field_sort_part(index: Index, field: str, doc: int, descending: bool, record_id: Any = None,
+                    distance: float | None = None) -> SortPart:
     """(class, value) of ``doc`` for one sort key, as ``ranking.sort`` orders it, but comparable
     across shards: class 0/1 = number/string (swapped when descending), 2 = missing; a string
-    is ``(folded, raw)``; an array gives its smallest value ascending, its largest descending."""
+    is ``(folded, raw)``; an array gives its smallest value ascending, its largest descending.
+    ``id`` sorts by the id itself (integers first); ``_geoDistance`` by ``distance``, the exact
+    distance (NaN or None: no point, last both ways)."""
+    if field == "id":
+        return (0, id_sort_key(record_id))
+    if field == GEO_DISTANCE_FIELD and distance is not None:
+        return (2, 0) if math.isnan(distance) else (0, distance)
     columns = index.field_columns(field)
     if columns is None:
         return (2, 0)
@@ -102,8 +125,8 @@ class ShardActor:
     def close(self) -> None:
         self.engine.close()
 
-    def collections(self) -> list[str]:
-        return [entry["collection"] for entry in self.engine.collections()]
+    def collections(self) -> list[dict[str, Any]]:
+        return self.engine.collections()
 
     def check(self) -> dict[str, Any]:
         return self.engine.check()
@@ -165,6 +188,10 @@ class ShardActor:
             return sum(found) if payload.get("count") else found
         if payload["op"] == "clear":
             return 0 if target is None else target.write({"op": "clear"})
+        if payload["op"] == "settings":  # the whole new settings: re-applying it is harmless
+            return self.engine._collection(entry["collection"], create=True).write(payload)
+        if payload["op"] == "drop":  # idempotent: a shard without the collection has nothing to drop
+            return None if target is None else self.engine.drop_collection(entry["collection"])
         raise ValueError(f"unknown batch operation {payload['op']!r}")
 
     def _existing(self, collection: str) -> Collection | None:
@@ -173,9 +200,52 @@ class ShardActor:
         except NotFoundError:
             return None
 
+    # ------------------------------------------------------------------ records and collections
+
+    def get_records(self, collection: str, ids: list[Any]) -> list[dict[str, Any] | None] | None:
+        """The stored record of each id asked (``None`` where absent), aligned; ``None`` without the collection."""
+        target = self._existing(collection)
+        if target is None:
+            return None
+        with target.lock.reading():
+            docstore = target.index.docs
+            found: list[dict[str, Any] | None] = []
+            for record_id in ids:
+                doc = docstore.doc_of.get(record_id)
+                # 1 and "1" are different ids (as Engine.get_records tells them apart)
+                same = doc is not None and isinstance(record_id, str) == isinstance(docstore.record_ids[doc], str)
+                found.append(docstore.record(doc) if same and doc is not None else None)
+            return found
+
+    def page_records(self, collection: str, count: int, after: str | None) -> dict[str, Any] | None:
+        return None if self._existing(collection) is None else self.engine.page_records(collection, count, after)
+
+    def collection_info(self, collection: str) -> dict[str, Any] | None:
+        """``Engine.collection_info`` of this shard, but listing fields no record here holds now too:
+        a field's ``string``/``boolean`` kinds are those it ever held (as the engine's), so the
+        driver needs them from every shard that ever held the field, then drops fields held nowhere."""
+        target = self._existing(collection)
+        if target is None:
+            return None
+        with target.lock.reading():
+            index = target.index
+            alive = index.alive
+            fields = []
+            for path, columns in sorted(index.columns.items()):
+                kinds = []
+                if columns.numeric is not None and columns.numeric.docs & alive:
+                    kinds.append("number")
+                if columns.has_text:
+                    kinds.append("string")
+                if columns.has_bool:
+                    kinds.append("boolean")
+                fields.append({"field": path, "kinds": kinds, "records": len(columns.exists & alive)})
+            return {"collection": target.name, "records": len(alive), "fields": fields,
+                    "settings": target.settings.to_dict()}
+
     # ------------------------------------------------------------------ search
 
-    def search(self, request: SearchRequest, body: dict[str, Any], kept_words: int | None) -> dict[str, Any]:
+    def search(self, request: SearchRequest, kept_words: int | None) -> dict[str, Any]:
         """The partial answer of this shard (see :func:`roarsearch.cluster.merge.merge_responses`)."""
         target = self._existing(request.collection)
         exists = target is not None
@@ -188,13 +258,30 @@ class ShardActor:
             extra["kept"] = len(context.words)
             extra["held"] = sorted(held_fields(index))  # warnings are decided over all shards
 
+            shown = (response["results"] if request.group_by is None else
+                     [result for group in response["results"] for result in group["results"]])
+            docs = [index.docs.doc_of[result["id"]] for result in shown]
+            around = request.geo.around if request.geo is not None else None
+            # Exact distances (ties in whole metres are broken by them), one vectorised measure.
+            exact = ({} if around is None else
+                     dict(zip(docs, index.geo.distances(np.asarray(docs, dtype=np.int64), around.lat, around.lng).tolist())))
+            custom = context.settings.custom_keys
+            # Engine's customRanking measures _geoDistance only under an explicit sort (ranking.sort).
+            custom_origin = around is not None and bool(request.sort)
+
+            def part(sort_key: SortKey, doc: int, record_id: Any, geo: bool) -> SortPart:
+                return field_sort_part(index, sort_key.field, doc, sort_key.descending, record_id,
+                                       exact.get(doc, math.nan) if geo else None)
+
             def key(result: dict[str, Any]) -> MergeKey:
                 record_id = result["id"]
                 doc = index.docs.doc_of[record_id]
-                parts = [relevance_cost(result["_rank"]) if sort_key.field == "_rank"
-                         else field_sort_part(index, sort_key.field, doc, sort_key.descending)
+                cost = relevance_cost(result["_rank"])
+                parts = [cost if sort_key.field == "_rank" else part(sort_key, doc, record_id, around is not None)
                          for sort_key in request.sort]
-                return (parts, relevance_cost(result["_rank"]), record_id)
+                ties = [oriented(part(sort_key, doc, record_id, custom_origin), sort_key.descending)
+                        for sort_key in custom]
+                return (parts, cost, ties, record_id)
 
             if request.group_by is None:
                 extra["keys"] = [key(result) for result in response["results"]]
@@ -202,6 +289,12 @@ class ShardActor:
                 extra["keys"] = [[key(result) for result in group["results"]] for group in response["results"]]
             sums = []
             for field in request.numeric_facets:
+                if field == GEO_DISTANCE_FIELD and around is not None:  # the whole metres results show
+                    metres = np.floor(index.geo.distances(array_from_bitmap(context.candidates),
+                                                          around.lat, around.lng) + 0.5)
+                    metres = metres[~np.isnan(metres)]
+                    sums.append((float(metres.sum()), int(metres.size)))
+                    continue
                 columns = index.columns.get(field)
                 candidates = context.without_facet_filter(field)
                 if columns is None or columns.numeric is None or not candidates:
@@ -212,7 +305,7 @@ class ShardActor:
             extra["sums"] = sums
 
         with target.lock.reading():
-            response = target.search(request, body, kept_words=kept_words, inspect=inspect)
+            response = target.search(request, resolved_body(), kept_words=kept_words, inspect=inspect)
         return {"exists": exists, "response": response, **extra}
 
     def facet_values(self, request: SearchRequest, facet: str, kept_words: int | None) -> dict[str, Any]:
@@ -224,7 +317,7 @@ class ShardActor:
             return {"exists": False, "kept": 0, "values": []}
         entries: list[tuple[Any, ...]] = []
         with target.lock.reading():
-            with_settings, settings = target._with_settings(request, {})
+            with_settings, settings = target._with_settings(request, resolved_body())
             context = prepare_search(target.index, with_settings, settings, kept_words)
             columns = target.index.field_columns(facet)
             candidates = context.without_facet_filter(facet)
