@@ -52,7 +52,9 @@ def start_writer(directory: Path, start: int, count: int, failpoint: str | None 
 
 
 def acknowledged(output: str) -> list[int]:
-    return [int(line.split()[1]) for line in output.splitlines() if line.startswith("ACK ")]
+    # Only whole lines: a SIGKILL can cut the last one short ("ACK " without its number).
+    whole_lines = output.split("\n")[:-1]
+    return [int(line.split()[1]) for line in whole_lines if line.startswith("ACK ")]
 
 
 def check_after_kill(directory: Path, acks: list[int], first: int) -> list[int]:
