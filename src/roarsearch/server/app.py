@@ -43,6 +43,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 from roarsearch import Engine
+from roarsearch.engine.follower import FollowerEngine
 from roarsearch.errors import (
     BadRequestError,
     InternalError,
@@ -55,7 +56,8 @@ from roarsearch.errors import (
 from roarsearch.server.auth import KeyRing
 from roarsearch.server.config import ServerConfig
 from roarsearch.server.openapi import openapi_document
-from roarsearch.server.wire import JSONResponse, error_response, read_json
+from roarsearch.server.wire import JSONResponse, error_response, read_body, read_json
+from roarsearch.server.workers import forward
 
 log = logging.getLogger("roarsearch.server")
 
@@ -107,11 +109,16 @@ def new_request_id() -> str:
 class Service:
     """The engines of the served applications and the request handlers."""
 
-    def __init__(self, config: ServerConfig, engines: Mapping[str, Engine] | None = None) -> None:
+    def __init__(self, config: ServerConfig, engines: Mapping[str, Engine] | None = None, *,
+                 writer_socket: str | None = None, publish: Callable[..., None] | None = None) -> None:
         self.config = config
         self.keys = KeyRing(config.admin_keys, config.search_keys)
         self.engines: dict[str, Engine] = dict(engines or {})
         self._limiter: anyio.CapacityLimiter | None = None
+        #: A reader worker's: writes are forwarded to the writer listening on this Unix socket.
+        self.writer_socket = writer_socket
+        #: The writer's (with readers): ``publish(app, dropped=False)`` after each write, before the answer.
+        self.publish = publish
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -137,32 +144,76 @@ class Service:
             self._limiter = anyio.CapacityLimiter(ENGINE_THREADS)
         return await anyio.to_thread.run_sync(functools.partial(function, *args), limiter=self._limiter)
 
-    def engine_for(self, request: Request) -> Engine:
+    def app_for(self, request: Request) -> str:
         """The application named by the first label of Host (minus a trailing "-fast"), else the default."""
         host = request.headers.get("host", "")
         label = host.split(":", 1)[0].split(".", 1)[0].lower()
         label = label.removesuffix("-fast")
-        for app, engine in self.engines.items():
+        for app in self.engines:
             if app.lower() == label:
-                return engine
-        return self.engines[self.config.default_app]
+                return app
+        return self.config.default_app
+
+    def engine_for(self, request: Request) -> Engine:
+        return self.engines[self.app_for(request)]
+
+    async def reader(self, request: Request) -> Engine:
+        """The request's engine for a read; a reader worker's first applies every write the writer
+        has acknowledged (docs/service.md, "Workers": read-your-writes on every worker)."""
+        engine = self.engines[self.app_for(request)]
+        if isinstance(engine, FollowerEngine) and engine.stale():
+            await self.call(engine.catch_up)
+        return engine
+
+    async def write(self, request: Request, method: Callable[..., Any], *args: Any, dropped: bool = False) -> Any:
+        """Run a write on the writer; with readers, publish its log position before answering."""
+        app = self.app_for(request)
+        publish = self.publish
+        if publish is None:
+            return await self.call(method, *args)
+
+        def write_and_publish() -> Any:
+            try:
+                result = method(*args)
+            except BaseException:
+                publish(app)  # a failed batch changed nothing, but a snapshot may have been taken
+                raise
+            publish(app, dropped=dropped)
+            return result
+
+        return await self.call(write_and_publish)
+
+    async def forward(self, request: Request) -> Response:
+        """A reader worker's write: the same request, sent to the writer; its answer, unchanged."""
+        assert self.writer_socket is not None
+        body = await read_body(request, self.config.max_body_bytes)
+        target = request.scope.get("raw_path", request.url.path.encode()).decode("latin-1")
+        if request.scope.get("query_string"):
+            target += "?" + request.scope["query_string"].decode("latin-1")
+        status, headers, content = await forward(self.writer_socket, request.method, target,
+                                                 list(request.scope["headers"]), body)
+        return Response(content, status_code=status, headers=dict(headers))
 
     # ------------------------------------------------------------------ routes
 
     async def search(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=False)
         body = await read_json(request, min(self.config.max_body_bytes, SEARCH_BODY_BYTES))
-        return JSONResponse(await self.call(self.engine_for(request).search, body))
+        return JSONResponse(await self.call((await self.reader(request)).search, body))
 
     async def add_records(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=True)
+        if self.writer_socket is not None:
+            return await self.forward(request)
         body = await read_json(request, self.config.max_body_bytes)
         engine = self.engine_for(request)
-        result = await self.call(engine.add_records, request.path_params["collectionId"], body)
+        result = await self.write(request, engine.add_records, request.path_params["collectionId"], body)
         return JSONResponse(result, status_code=201)
 
     async def delete_records(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=True)
+        if self.writer_socket is not None:
+            return await self.forward(request)
         clear = False
         for name in CLEAR_FLAGS:
             flag = request.query_params.get(name)
@@ -186,13 +237,14 @@ class Service:
         elif body is not None:
             raise BadRequestError("request body: must be a JSON array of ids or {\"filter\": \"...\"}", field="body")
         engine = self.engine_for(request)
-        result = await self.call(engine.delete_records, request.path_params["collectionId"], ids, filter_text, clear)
+        result = await self.write(request, engine.delete_records, request.path_params["collectionId"], ids,
+                                  filter_text, clear)
         return JSONResponse(result)
 
     async def facet_values(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=False)
         body = await read_json(request, min(self.config.max_body_bytes, SEARCH_BODY_BYTES))
-        engine = self.engine_for(request)
+        engine = await self.reader(request)
         result = await self.call(engine.search_facet_values, request.path_params["collectionId"],
                                  request.path_params["facetName"], body)
         return JSONResponse(result)
@@ -204,33 +256,38 @@ class Service:
             extra = [key for key in body if key != "searches"] if isinstance(body, dict) else []
             where = str(extra[0]) if extra else "searches"
             raise BadRequestError(f"{where}: the body must be {{\"searches\": [SearchRequestBody, ...]}}", field=where)
-        results = await self.call(self.engine_for(request).multi_search, body["searches"])
+        results = await self.call((await self.reader(request)).multi_search, body["searches"])
         return JSONResponse({"results": results})
 
     async def list_collections(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=False)
-        return JSONResponse(await self.call(self.engine_for(request).collections))
+        return JSONResponse(await self.call((await self.reader(request)).collections))
 
     async def collection_info(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=False)
-        engine = self.engine_for(request)
+        engine = await self.reader(request)
         return JSONResponse(await self.call(engine.collection_info, request.path_params["collectionId"]))
 
     async def drop_collection(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=True)
+        if self.writer_socket is not None:
+            return await self.forward(request)
         engine = self.engine_for(request)
-        return JSONResponse(await self.call(engine.drop_collection, request.path_params["collectionId"]))
+        return JSONResponse(await self.write(request, engine.drop_collection, request.path_params["collectionId"],
+                                             dropped=True))
 
     async def get_settings(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=False)
-        engine = self.engine_for(request)
+        engine = await self.reader(request)
         return JSONResponse(await self.call(engine.get_settings, request.path_params["collectionId"]))
 
     async def update_settings(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=True)
+        if self.writer_socket is not None:
+            return await self.forward(request)
         body = await read_json(request, self.config.max_body_bytes)
         engine = self.engine_for(request)
-        return JSONResponse(await self.call(engine.update_settings, request.path_params["collectionId"], body))
+        return JSONResponse(await self.write(request, engine.update_settings, request.path_params["collectionId"], body))
 
     async def page_records(self, request: Request) -> Response:
         self.keys.require(request.headers.get("authorization"), admin=False)
@@ -240,7 +297,7 @@ class Service:
         text = request.query_params.get("count", "1000")
         if not text.isdigit():
             raise BadRequestError(f"count: must be an integer between 1 and 1000, got {text!r}", field="count")
-        engine = self.engine_for(request)
+        engine = await self.reader(request)
         result = await self.call(engine.page_records, request.path_params["collectionId"], int(text),
                                  request.query_params.get("after"))
         return JSONResponse(result)
@@ -252,7 +309,7 @@ class Service:
         if CANONICAL_INTEGER.fullmatch(segment) and INT64[0] <= int(segment) <= INT64[1]:
             ids.insert(0, int(segment))  # an integer id when one exists, else the string id
         collection = request.path_params["collectionId"]
-        found = await self.call(self.engine_for(request).get_records, collection, ids)
+        found = await self.call((await self.reader(request)).get_records, collection, ids)
         if not found:
             raise NotFoundError(f"record {segment!r} not found in collection '{collection}'", field="id")
         return JSONResponse(found[0])
@@ -329,7 +386,8 @@ class JSONCORSMiddleware(CORSMiddleware):
         return error_response(error_for_status(response.status_code, message), cors_headers)
 
 
-def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None) -> Starlette:
+def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None, *, writer_socket: str | None = None,
+               publish: Callable[..., None] | None = None) -> Starlette:
     """The ASGI application.
 
     Args:
@@ -337,8 +395,11 @@ def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None
         engines: engines already open, by application id (``roarsearch serve`` opens them first so
             that a locked directory is a clear error before the port is bound); the app closes them
             at shutdown. Applications without one get ``Engine(config.app_path(app))`` at startup.
+        writer_socket: a reader worker's (``serve --workers N``): its engines are followers and its
+            writes are forwarded to the writer on this Unix socket.
+        publish: the writer's, with readers: called with the application after each write.
     """
-    service = Service(config, engines)
+    service = Service(config, engines, writer_socket=writer_socket, publish=publish)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
