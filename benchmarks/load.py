@@ -320,9 +320,12 @@ def run_roarsearch(records: list[dict[str, Any]], mix: list[tuple[str, dict[str,
 
     data = os.path.join(folder, "roarsearch")
     started = time.perf_counter()
-    with Engine(data) as engine:
-        for start in range(0, len(records), 10_000):
-            engine.add_records(COLLECTION, records[start:start + 10_000])
+    if args.built:  # a copy: the writer phase adds to it
+        shutil.copytree(args.built, data)
+    else:
+        with Engine(data) as engine:
+            for start in range(0, len(records), 10_000):
+                engine.add_records(COLLECTION, records[start:start + 10_000])
     build_s = time.perf_counter() - started
     server, url = start_server(data, os.path.join(folder, "roarsearch.log"), workers=args.workers)
     try:
@@ -431,6 +434,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="roarsearch serve --workers (default: serve's)")
     parser.add_argument("--engines", default="roarsearch,typesense")
     parser.add_argument("--write-rate", type=int, default=1000, help="records per writer batch (one batch a second)")
+    parser.add_argument("--built", help="a roarsearch data directory of the same records, copied instead of building one")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help="write STEM.json and STEM.md")
     args = parser.parse_args()

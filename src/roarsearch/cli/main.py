@@ -374,6 +374,21 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
     supervisor = Supervisor(run_dir, workers - 1, fatal)
 
     class WriterServer(server_class):  # type: ignore[misc]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # The readers stop first (their in-flight requests done, forwarded writes included,
+            # which this process still serves meanwhile), then this one.
+            if supervisor.stopping.is_set():
+                super().handle_exit(sig, frame)
+                return
+            supervisor.stopping.set()
+            stop_writer = super().handle_exit
+
+            def stop_all() -> None:
+                supervisor.stop()
+                stop_writer(sig, frame)
+
+            threading.Thread(target=stop_all, name="roarsearch-stop", daemon=True).start()
+
         async def startup(self, sockets: Any = None) -> None:
             if not await supervisor.wait_ready():
                 self.should_exit = True

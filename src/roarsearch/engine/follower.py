@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any, NoReturn
 
 from roarsearch.engine.collection import Collection
@@ -29,6 +30,12 @@ from roarsearch.storage.fs import FileSystem
 
 #: Loads of one collection tried before giving up (a load races only with a concurrent reset).
 LOAD_ATTEMPTS = 3
+#: Seconds to wait for the board to announce a drop whose files are already gone.
+DROP_WAIT_S = 10.0
+
+
+class _BoardMoved(Exception):
+    """The files no longer hold what the board read promised: a newer board explains it."""
 
 
 class FollowerEngine(Engine):
@@ -52,48 +59,67 @@ class FollowerEngine(Engine):
     def catch_up(self) -> int:
         """Apply everything published so far; returns the board version now applied."""
         with self._catching_up:
-            version, committed, drops = self.board.read()
-            if version == self._applied_version:
-                return version
-            if drops != self._drops:  # a drop: start again from disk (see the module's invariants)
-                with self._collections_lock:
-                    self._collections.clear()
-                self._followers.clear()
-                self._drops = drops
+            while True:
+                try:
+                    return self._catch_up()
+                except _BoardMoved:  # the files changed under a board already replaced: read it again
+                    continue
+
+    def _catch_up(self) -> int:
+        version, committed, drops = self.board.read()
+        if version == self._applied_version:
+            return version
+        if drops != self._drops:
+            # A drop: every collection is loaded again from disk into a new map, swapped in whole,
+            # so that searches of the other collections go on meanwhile (see the module's invariants).
+            followers: dict[str, LogFollower] = {}
+            collections = {name: self._load(name, seq, version, followers) for name, seq in committed.items()}
             with self._collections_lock:
-                gone = [name for name in self._collections if name not in committed]
-                for name in gone:
+                self._collections.clear()
+                self._collections.update(collections)
+            self._followers, self._drops = followers, drops
+        else:
+            with self._collections_lock:
+                for name in [name for name in self._collections if name not in committed]:
                     del self._collections[name]
-            for name in gone:
-                self._followers.pop(name, None)
+                    self._followers.pop(name, None)
             for name, seq in committed.items():
                 follower = self._followers.get(name)
                 batches = None if follower is None else follower.tail(seq)
                 if batches is None:
-                    self._load(name, seq)
+                    loaded = self._load(name, seq, version, self._followers)
+                    with self._collections_lock:
+                        self._collections[name] = loaded
                     continue
                 collection = self._collections[name]
                 for _seq, payload in batches:
-                    with collection.lock.writing():
+                    with collection.lock.writing():  # each batch whole, as the writer applies it
                         collection.apply(payload)
-            self._applied_version = version
-            return version
+        self._applied_version = version
+        return version
 
-    def _load(self, name: str, seq: int) -> None:
-        """(Re)load collection ``name`` from its snapshot and log, up to batch ``seq``."""
+    def _load(self, name: str, seq: int, version: int, followers: dict[str, LogFollower]) -> Collection:
+        """Collection ``name`` read from its snapshot and log up to batch ``seq`` (of board ``version``);
+        its log follower goes into ``followers``."""
         for _attempt in range(LOAD_ATTEMPTS):
             follower = LogFollower(self._fs, collection_directory(self.data_path, name))
             state, settings, batches = follower.load(seq)
             if follower.applied >= seq:
                 break
         else:
+            # Being dropped: the writer moves the folder away before it publishes the drop, so
+            # the board is about to move; only if it does not is the batch really missing.
+            deadline = time.monotonic() + DROP_WAIT_S
+            while time.monotonic() < deadline:
+                if self.board.version() != version:
+                    raise _BoardMoved
+                time.sleep(0.002)
             raise StorageError(f"collection {name!r}: batch {seq} is acknowledged but in neither its snapshot nor its log")
         collection = Collection(name, index_from_state(state) if state is not None else None, settings_from_dict(settings))
         for _seq, payload in batches:
             collection.apply(payload)
-        self._followers[name] = follower
-        with self._collections_lock:
-            self._collections[name] = collection
+        followers[name] = follower
+        return collection
 
     # ------------------------------------------------------------------ writes belong to the writer
 

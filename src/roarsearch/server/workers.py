@@ -20,7 +20,7 @@ Invariants:
   cannot start (exits before it is ready, :data:`START_FAILURES` times in a row) stops the server
   with exit status 1 and a message naming its log; a reader whose writer is gone stops itself;
 - the run folder (``roarsearch-serve-*`` in the temporary directory: spec, boards, the writer's
-  socket, the readers' logs) is private (mode 0700) and removed at exit.
+  socket, the readers' ready marks) is private (mode 0700) and removed at exit.
 """
 
 from __future__ import annotations
@@ -131,9 +131,6 @@ class Supervisor:
         self.stopping = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="roarsearch-supervisor", daemon=True)
 
-    def log_path(self, index: int) -> str:
-        return os.path.join(self.run_dir, f"worker-{index}.log")
-
     def ready_path(self, index: int) -> str:
         return os.path.join(self.run_dir, f"worker-{index}.ready")
 
@@ -147,12 +144,10 @@ class Supervisor:
             os.remove(self.ready_path(index))
         except FileNotFoundError:
             pass
-        with open(self.log_path(index), "ab") as output:
-            # The reader's output goes to the writer's stderr when it is a terminal or a file, so
-            # that its errors are seen; its own log keeps a copy for the failure message.
-            self.processes[index] = subprocess.Popen(
-                [sys.executable, "-m", "roarsearch.server.workers", self.run_dir, str(index)],
-                stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=False)
+        # The reader writes to the writer's own output (its lines say "worker N"), where its
+        # errors are seen.
+        self.processes[index] = subprocess.Popen(
+            [sys.executable, "-m", "roarsearch.server.workers", self.run_dir, str(index)], stdin=subprocess.DEVNULL)
 
     def ready(self) -> bool:
         return all(os.path.exists(self.ready_path(index)) for index in self.processes)
@@ -173,13 +168,11 @@ class Supervisor:
                     continue
                 was_ready = os.path.exists(self.ready_path(index))
                 self.failures[index] = 0 if was_ready else self.failures[index] + 1
-                tail = _tail(self.log_path(index))
                 if self.failures[index] >= START_FAILURES:
-                    self.on_fatal(f"worker {index} could not start ({START_FAILURES} attempts, exit status {status}); "
-                                  f"its last output: {tail}")
+                    self.on_fatal(f"worker {index} could not start ({START_FAILURES} attempts, last exit status "
+                                  f"{status}); its output is above")
                     return
-                log.error("worker %d (pid %d) exited with status %s; starting it again. Its last output: %s",
-                          index, process.pid, status, tail)
+                log.error("worker %d (pid %d) exited with status %s; starting it again", index, process.pid, status)
                 self._spawn(index)
 
     def stop(self) -> None:
@@ -195,15 +188,6 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-
-
-def _tail(path: str, size: int = 1500) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, os.path.getsize(path) - size))
-            return handle.read().decode("utf-8", "replace").strip() or "(nothing)"
-    except OSError:
-        return "(no log)"
 
 
 def prepare_run_dir(config: ServerConfig, paths: Mapping[str, str], host: str, port: int) -> str:
