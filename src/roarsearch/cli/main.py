@@ -396,7 +396,7 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
                 return
             await super().startup(sockets=sockets)
 
-    server = WriterServer(uvicorn.Config(create_app(config, engines, publish=publisher.publish), lifespan="on",
+    server = WriterServer(uvicorn.Config(create_app(config, engines, publish=publisher.publish, worker=0), lifespan="on",
                                          log_level="warning", access_log=False, timeout_graceful_shutdown=None))
     holder.append(server)
     try:

@@ -121,7 +121,8 @@ class Service:
     """The engines of the served applications and the request handlers."""
 
     def __init__(self, config: ServerConfig, engines: Mapping[str, Engine] | None = None, *,
-                 writer_socket: str | None = None, publish: Callable[..., None] | None = None) -> None:
+                 writer_socket: str | None = None, publish: Callable[..., None] | None = None,
+                 worker: int | None = None) -> None:
         self.config = config
         self.keys = KeyRing(config.admin_keys, config.search_keys)
         self.engines: dict[str, Engine] = dict(engines or {})
@@ -130,6 +131,8 @@ class Service:
         self.writer_socket = writer_socket
         #: The writer's (with readers): ``publish(app, dropped=False)`` after each write, before the answer.
         self.publish = publish
+        #: With several workers, this one's number (0: the writer), sent by ``/health`` as ``X-Roarsearch-Worker``.
+        self.worker = worker
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -332,7 +335,8 @@ class Service:
         return JSONResponse(found[0])
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "apps": list(self.config.apps)})
+        headers = None if self.worker is None else {"X-Roarsearch-Worker": str(self.worker)}
+        return JSONResponse({"status": "ok", "apps": list(self.config.apps)}, headers=headers)
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document())
@@ -480,7 +484,7 @@ class JSONCORSMiddleware(CORSMiddleware):
 
 
 def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None, *, writer_socket: str | None = None,
-               publish: Callable[..., None] | None = None) -> Starlette:
+               publish: Callable[..., None] | None = None, worker: int | None = None) -> Starlette:
     """The ASGI application.
 
     Args:
@@ -491,8 +495,9 @@ def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None
         writer_socket: a reader worker's (``serve --workers N``): its engines are followers and its
             writes are forwarded to the writer on this Unix socket.
         publish: the writer's, with readers: called with the application after each write.
+        worker: with several workers, this one's number (0: the writer), named by ``/health``.
     """
-    service = Service(config, engines, writer_socket=writer_socket, publish=publish)
+    service = Service(config, engines, writer_socket=writer_socket, publish=publish, worker=worker)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

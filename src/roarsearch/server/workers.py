@@ -275,7 +275,7 @@ def reader_main(run_dir: str, index: int) -> int:
                 with open(ready_path, "w") as ready:
                     ready.write(str(os.getpid()))
 
-    server = Server(uvicorn.Config(create_app(config, engines, writer_socket=spec["writer_socket"]), lifespan="on",
+    server = Server(uvicorn.Config(create_app(config, engines, writer_socket=spec["writer_socket"], worker=index), lifespan="on",
                                    log_level="warning", access_log=False, timeout_graceful_shutdown=None))
 
     def follow() -> None:
