@@ -336,7 +336,10 @@ def run_roarsearch(records: list[dict[str, Any]], mix: list[tuple[str, dict[str,
     finally:
         server.terminate()  # SIGTERM: a clean stop (every worker) exits 0
         result_status = server.wait(timeout=120)
-    return {**result, "build_s": round(build_s, 1), "workers": args.workers, "server_exit_status": result_status}
+    from roarsearch.cli.main import MAX_DEFAULT_WORKERS
+
+    workers = args.workers or min(MAX_DEFAULT_WORKERS, len(os.sched_getaffinity(0)))  # serve's default
+    return {**result, "build_s": round(build_s, 1), "workers": workers, "server_exit_status": result_status}
 
 
 TYPESENSE_SCHEMA = {

@@ -304,8 +304,7 @@ def serve(args: argparse.Namespace) -> int:
                     if sock.family != socket.AF_UNIX:  # the writer's private socket has no port
                         port = sock.getsockname()[1]
             host = f"[{args.host}]" if ":" in args.host else args.host
-            print(f"roarsearch ready on http://{host}:{port} apps={','.join(apps)} data={args.data} "
-                  f"workers={_workers(args)}", flush=True)
+            print(f"roarsearch ready on http://{host}:{port} apps={','.join(apps)} data={args.data}", flush=True)
 
     workers = _workers(args)
     if workers > 1:

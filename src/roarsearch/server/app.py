@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
@@ -133,6 +134,27 @@ class Service:
         self.publish = publish
         #: With several workers, this one's number (0: the writer), sent by ``/health`` as ``X-Roarsearch-Worker``.
         self.worker = worker
+        #: Writes in progress in this process, and an event set when there are none (made on the loop).
+        self.pending_writes = 0
+        self._no_writes: asyncio.Event | None = None
+
+    @asynccontextmanager
+    async def writing(self) -> AsyncIterator[None]:
+        """Mark a write in progress: searches on the fast path wait for it (see :class:`FastSearch`)."""
+        if self._no_writes is None:
+            self._no_writes = asyncio.Event()
+        self.pending_writes += 1
+        self._no_writes.clear()
+        try:
+            yield
+        finally:
+            self.pending_writes -= 1
+            if not self.pending_writes:
+                self._no_writes.set()
+
+    async def writes_done(self) -> None:
+        if self.pending_writes and self._no_writes is not None:
+            await self._no_writes.wait()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -186,7 +208,8 @@ class Service:
         app = self.app_for(request)
         publish = self.publish
         if publish is None:
-            return await self.call(method, *args)
+            async with self.writing():
+                return await self.call(method, *args)
 
         def write_and_publish() -> Any:
             try:
@@ -197,7 +220,8 @@ class Service:
             publish(app, dropped=dropped)
             return result
 
-        return await self.call(write_and_publish)
+        async with self.writing():
+            return await self.call(write_and_publish)
 
     async def forward(self, request: Request) -> Response:
         """A reader worker's write: the same request, sent to the writer; its answer, unchanged."""
@@ -225,9 +249,10 @@ class Service:
         self.keys.require(request.headers.get("authorization"), admin=True)
         if self.writer_socket is not None:
             return await self.forward(request)
-        body = await read_json(request, self.config.max_body_bytes)
-        engine = self.engine_for(request)
-        result = await self.write(request, engine.add_records, request.path_params["collectionId"], body)
+        async with self.writing():  # decoding a large batch is part of the write
+            body = await read_json(request, self.config.max_body_bytes)
+            engine = self.engine_for(request)
+            result = await self.write(request, engine.add_records, request.path_params["collectionId"], body)
         return JSONResponse(result, status_code=201)
 
     async def delete_records(self, request: Request) -> Response:
@@ -398,7 +423,10 @@ class FastSearch:
 
     The search runs on the event loop: each worker process serves its connections one search at a
     time (searches hold the GIL anyway, so threads only added switching and the GIL's 5 ms hand-off
-    to the tail); writes, large bodies and every other route still run in worker threads.
+    to the tail); writes, large bodies and every other route still run in worker threads. While a
+    write runs in this process, searches wait for it: back-to-back searches on the loop would
+    otherwise leave the writing thread a sliver of the GIL and starve a steady writer (the write
+    holds the collection's write lock for most of its time anyway).
     """
 
     def __init__(self, app: ASGIApp, service: Service) -> None:
@@ -436,6 +464,8 @@ class FastSearch:
             except orjson.JSONDecodeError:  # not JSON, or JSON orjson refuses (huge integers): the standard decoder says which
                 body = decode_json(raw)
             engine = service.engines[service.app_of(headers.get(b"host", b"").decode("latin-1"))]
+            if service.pending_writes:  # a write goes first: see the class's docstring
+                await service.writes_done()
             if isinstance(engine, FollowerEngine) and engine.stale():
                 await service.call(engine.catch_up)
             # In-process engines search on the loop (see above); a sharded one waits on other
