@@ -302,6 +302,8 @@ def run_phases(kind: str, url: str, requests: list[tuple[str, str, str | None]],
             if answer.status_code != 200:
                 raise RuntimeError(f"{kind}: {method} {path} {body} -> {answer.status_code} {answer.text[:300]}")
     result: dict[str, Any] = {"read_only": measure(url, requests, search_headers, args.seconds, args.connections)}
+    if args.no_writer:
+        return result
     batches = writer_batches(records, int(args.seconds) + 5, args.write_rate)
     writer = start_writer(kind, url, admin_headers, batches, args.seconds, folder)
     result["with_writer"] = measure(url, requests, search_headers, args.seconds, args.connections)
@@ -336,8 +338,10 @@ def run_roarsearch(records: list[dict[str, Any]], mix: list[tuple[str, dict[str,
     finally:
         server.terminate()  # SIGTERM: a clean stop (every worker) exits 0
         result_status = server.wait(timeout=120)
-    from roarsearch.cli.main import MAX_DEFAULT_WORKERS
-
+    try:
+        from roarsearch.cli.main import MAX_DEFAULT_WORKERS
+    except ImportError:  # a roarsearch from before --workers (an A/B against an older commit)
+        MAX_DEFAULT_WORKERS = 1
     workers = args.workers or min(MAX_DEFAULT_WORKERS, len(os.sched_getaffinity(0)))  # serve's default
     return {**result, "build_s": round(build_s, 1), "workers": workers, "server_exit_status": result_status}
 
@@ -401,6 +405,8 @@ def markdown(results: dict[str, Any]) -> str:
         name = engine + (f" ({run['workers']} workers)" if engine == "roarsearch" and run.get("workers") else
                          f" {run.get('version', '')}" if engine == "typesense" else "")
         for phase in ("read_only", "with_writer"):
+            if phase not in run:
+                continue
             figures = run[phase]
             writer = run["writer"] if phase == "with_writer" else None
             lines.append(f"| {name} | {phase.replace('_', ' ')} | {figures['searches_per_s']:,} | {figures['p50_ms']} | "
@@ -438,6 +444,7 @@ def main() -> None:
     parser.add_argument("--engines", default="roarsearch,typesense")
     parser.add_argument("--write-rate", type=int, default=1000, help="records per writer batch (one batch a second)")
     parser.add_argument("--built", help="a roarsearch data directory of the same records, copied instead of building one")
+    parser.add_argument("--no-writer", action="store_true", help="the read-only phase only")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help="write STEM.json and STEM.md")
     args = parser.parse_args()
@@ -455,7 +462,7 @@ def main() -> None:
         for engine in engines:
             runner = run_roarsearch if engine == "roarsearch" else run_typesense
             results[engine] = runner(records, mix, args, folder)
-    if "roarsearch" in results and "typesense" in results:
+    if "roarsearch" in results and "typesense" in results and not args.no_writer:
         results["ratios"] = {phase: {"searches_per_s": round(results["roarsearch"][phase]["searches_per_s"] /
                                                             max(1, results["typesense"][phase]["searches_per_s"]), 2),
                                      "p99": round(results["roarsearch"][phase]["p99_ms"] /
