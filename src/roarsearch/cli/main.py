@@ -327,12 +327,13 @@ MAX_DEFAULT_WORKERS = 2
 
 
 def _workers(args: argparse.Namespace) -> int:
+    workers = getattr(args, "workers", None)  # `roarsearch demo` serves without the option
     if getattr(args, "shards", None) is not None:
-        if args.workers not in (None, 1):
+        if workers not in (None, 1):
             raise UsageError("--workers needs a data directory served in this process; with --shards use 1")
         return 1
-    if args.workers is not None:
-        return int(args.workers)
+    if workers is not None:
+        return int(workers)
     return max(1, min(MAX_DEFAULT_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                       else os.cpu_count() or 1))
 
@@ -353,11 +354,11 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
     )
 
     try:
-        sock = listening_socket(args.host, args.port)
+        sock = listening_socket(args.host, args.port, first=True)
     except OSError as error:
         for engine in engines.values():
             engine.close()
-        print(f"error: cannot listen on {args.host}:{args.port}: {error.strerror or error}", file=sys.stderr)
+        print(f"roarsearch serve: cannot listen on {args.host}:{args.port}: {error.strerror or error}", file=sys.stderr)
         return 1
     run_dir = prepare_run_dir(config, paths, args.host, sock.getsockname()[1])
     publisher = Publisher(run_dir, engines)
@@ -410,7 +411,7 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
         private.close()
         remove_run_dir(run_dir)
     if failure:
-        print(f"error: {failure[0]}", file=sys.stderr)
+        print(f"roarsearch serve: {failure[0]}", file=sys.stderr)
         return 1
     return 0 if server.started else 1
 

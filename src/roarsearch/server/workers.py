@@ -66,9 +66,17 @@ def board_path(run_dir: str, app: str) -> str:
     return os.path.join(run_dir, f"board-{app}")
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket with ``SO_REUSEPORT``, so that every worker can bind the same address."""
+def listening_socket(host: str, port: int, *, first: bool = False) -> socket.socket:
+    """A listening TCP socket with ``SO_REUSEPORT``, so that every worker can bind the same address.
+
+    ``first`` (the writer): the port is first bound without ``SO_REUSEPORT``, so that a port another
+    server already listens on — even one of ours, which would otherwise share it — is refused.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    if first and port:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
