@@ -31,6 +31,7 @@ import os
 import re
 import secrets
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -96,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="origin allowed to call from a browser, repeatable (default: any)")
     serve.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
                        help="largest request body; larger is a 413 (default: %(default)s = 100 MiB)")
+    serve.add_argument("--workers", type=_positive, default=None, metavar="N",
+                       help="worker processes sharing the port: one writer owns the data, N-1 readers follow it "
+                            "(default: 1 per core, at most 2; 1 with --shards; docs/service.md)")
     serve.add_argument("--shards", type=_positive, default=None, metavar="N",
                        help="serve sharded data directories: N shard actors per application on Ray "
                             "(needs the cluster extra; docs/cluster.md)")
@@ -295,10 +299,14 @@ def serve(args: argparse.Namespace) -> int:
             port = args.port
             for server in self.servers:  # the real port, when --port 0 asked for any free one
                 for sock in server.sockets:
-                    port = sock.getsockname()[1]
+                    if sock.family != socket.AF_UNIX:  # the writer's private socket has no port
+                        port = sock.getsockname()[1]
             host = f"[{args.host}]" if ":" in args.host else args.host
             print(f"roarsearch ready on http://{host}:{port} apps={','.join(apps)} data={args.data}", flush=True)
 
+    workers = _workers(args)
+    if workers > 1:
+        return _serve_workers(args, config, engines, paths, workers, Server)
     server = Server(uvicorn.Config(create_app(config, engines), host=args.host, port=args.port, lifespan="on",
                                    log_level="warning", access_log=False, timeout_graceful_shutdown=None))
     try:
@@ -308,6 +316,101 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         for engine in reversed(list(engines.values())):  # idempotent; covers a start that failed before the lifespan
             engine.close()
+    return 0 if server.started else 1
+
+
+#: The default worker count's cap: measured on 2 cores (docs/benchmarks.md, "HTTP load"); more
+#: readers than cores only add copies of the index.
+MAX_DEFAULT_WORKERS = 2
+
+
+def _workers(args: argparse.Namespace) -> int:
+    workers = getattr(args, "workers", None)  # `roarsearch demo` serves without the option
+    if getattr(args, "shards", None) is not None:
+        if workers not in (None, 1):
+            raise UsageError("--workers needs a data directory served in this process; with --shards use 1")
+        return 1
+    if workers is not None:
+        return int(workers)
+    return max(1, min(MAX_DEFAULT_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
+
+
+def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any], paths: dict[str, str],
+                   workers: int, server_class: Any) -> int:
+    """This process is the writer; ``workers - 1`` reader processes follow it (server/workers.py)."""
+    import uvicorn
+
+    from roarsearch.server.app import create_app
+    from roarsearch.server.workers import (
+        Publisher,
+        Supervisor,
+        listening_socket,
+        prepare_run_dir,
+        remove_run_dir,
+        unix_socket,
+    )
+
+    try:
+        sock = listening_socket(args.host, args.port, first=True)
+    except OSError as error:
+        for engine in engines.values():
+            engine.close()
+        print(f"roarsearch serve: cannot listen on {args.host}:{args.port}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    run_dir = prepare_run_dir(config, paths, args.host, sock.getsockname()[1])
+    publisher = Publisher(run_dir, engines)
+    private = unix_socket(os.path.join(run_dir, "writer.sock"))
+    failure: list[str] = []
+    holder: list[Any] = []
+
+    def fatal(message: str) -> None:
+        failure.append(message)
+        if holder:
+            holder[0].should_exit = True
+
+    supervisor = Supervisor(run_dir, workers - 1, fatal)
+
+    class WriterServer(server_class):  # type: ignore[misc]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # The readers stop first (their in-flight requests done, forwarded writes included,
+            # which this process still serves meanwhile), then this one.
+            if supervisor.stopping.is_set():
+                super().handle_exit(sig, frame)
+                return
+            supervisor.stopping.set()
+            stop_writer = super().handle_exit
+
+            def stop_all() -> None:
+                supervisor.stop()
+                stop_writer(sig, frame)
+
+            threading.Thread(target=stop_all, name="roarsearch-stop", daemon=True).start()
+
+        async def startup(self, sockets: Any = None) -> None:
+            if not await supervisor.wait_ready():
+                self.should_exit = True
+                failure.append(failure[0] if failure else "the reader workers were not ready in time")
+                return
+            await super().startup(sockets=sockets)
+
+    server = WriterServer(uvicorn.Config(create_app(config, engines, publish=publisher.publish, worker=0), lifespan="on",
+                                         log_level="warning", access_log=False, timeout_graceful_shutdown=None))
+    holder.append(server)
+    try:
+        supervisor.start()
+        server.run(sockets=[sock, private])
+    finally:
+        supervisor.stop()
+        for engine in reversed(list(engines.values())):
+            engine.close()
+        publisher.close()
+        sock.close()
+        private.close()
+        remove_run_dir(run_dir)
+    if failure:
+        print(f"roarsearch serve: {failure[0]}", file=sys.stderr)
+        return 1
     return 0 if server.started else 1
 
 

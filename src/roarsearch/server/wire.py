@@ -44,10 +44,15 @@ class JSONResponse(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        try:
-            return orjson.dumps(content)
-        except (TypeError, orjson.JSONEncodeError):
-            return json.dumps(content, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return orjson_or_json(content)
+
+
+def orjson_or_json(content: Any) -> bytes:
+    """``content`` as compact JSON: orjson, or the standard encoder for what orjson refuses."""
+    try:
+        return orjson.dumps(content)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
 def error_response(error: SearchError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -61,8 +66,12 @@ def _reject_constant(name: str) -> Any:
 
 def _check_content_type(request: Request) -> None:
     content_type = request.headers.get("content-type")
-    if content_type is None:
-        return
+    if content_type is not None:
+        check_content_type(content_type)
+
+
+def check_content_type(content_type: str) -> None:
+    """A 400 unless ``content_type`` is JSON's."""
     media_type = content_type.split(";")[0].strip().lower()
     if media_type != "application/json" and not (media_type.startswith("application/") and media_type.endswith("+json")):
         raise BadRequestError(f"Content-Type must be application/json, got {content_type!r}", field="body")

@@ -81,6 +81,14 @@ class FileSystem:
     def listdir(self, path: str) -> list[str]:
         return sorted(os.listdir(path)) if os.path.isdir(path) else []
 
+    def read_from(self, path: str, offset: int) -> tuple[int, bytes]:
+        """``(inode, bytes from offset to the end)`` of one open file: the inode tells a reader
+        following a log whether a reset replaced the file since it last read it."""
+        with open(path, "rb", buffering=0) as handle:
+            inode = os.fstat(handle.fileno()).st_ino
+            handle.seek(offset)
+            return inode, handle.read()
+
     def size(self, path: str) -> int:
         return os.path.getsize(path)
 

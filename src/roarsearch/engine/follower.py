@@ -1,0 +1,132 @@
+"""A read-only :class:`Engine` that follows a data directory another process writes.
+
+Owns: :class:`FollowerEngine`, the engine of the service's reading workers (``serve --workers N``,
+docs/service.md). It opens the directory without its lock, loads every collection from its
+snapshot and log, and, in :meth:`FollowerEngine.catch_up`, applies the batches the writer has
+published on the :class:`~roarsearch.storage.follow.CommitBoard` since — so a worker that catches
+up before it answers sees every write the writer acknowledged before the request arrived.
+
+Invariants: it never writes (its write methods raise; the service forwards writes to the writer);
+a batch is applied whole under the collection's write lock, as in the writer, so a search sees it
+wholly or not at all; a dropped collection (the board's drop count changed) makes it reload every
+collection from disk, so a collection dropped and created again under the same name is never
+mixed with its old records.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, NoReturn
+
+from roarsearch.engine.collection import Collection
+from roarsearch.engine.engine import Engine
+from roarsearch.errors import StorageError
+from roarsearch.index.state import index_from_state
+from roarsearch.query.settings import settings_from_dict
+from roarsearch.storage.follow import CommitBoard, LogFollower, collection_directory
+from roarsearch.storage.fs import FileSystem
+
+#: Loads of one collection tried before giving up (a load races only with a concurrent reset).
+LOAD_ATTEMPTS = 3
+#: Seconds to wait for the board to announce a drop whose files are already gone.
+DROP_WAIT_S = 10.0
+
+
+class _BoardMoved(Exception):
+    """The files no longer hold what the board read promised: a newer board explains it."""
+
+
+class FollowerEngine(Engine):
+    """``FollowerEngine(path, board)``: the collections of ``path`` as of the board's last commit."""
+
+    def __init__(self, path: str | os.PathLike[str], board: CommitBoard, *, filesystem: FileSystem | None = None) -> None:
+        super().__init__()  # in memory: no directory lock, no store (nothing is written from here)
+        self.path = self.data_path = os.path.abspath(os.fspath(path))
+        self.board = board
+        self._fs = filesystem or FileSystem()
+        self._followers: dict[str, LogFollower] = {}
+        self._applied_version = -1
+        self._drops: int | None = None
+        self._catching_up = threading.Lock()
+        self.catch_up()
+
+    def stale(self) -> bool:
+        """Whether the writer published a commit this engine has not applied (one 8-byte read)."""
+        return self.board.version() != self._applied_version
+
+    def catch_up(self) -> int:
+        """Apply everything published so far; returns the board version now applied."""
+        with self._catching_up:
+            while True:
+                try:
+                    return self._catch_up()
+                except _BoardMoved:  # the files changed under a board already replaced: read it again
+                    continue
+
+    def _catch_up(self) -> int:
+        version, committed, drops = self.board.read()
+        if version == self._applied_version:
+            return version
+        if drops != self._drops:
+            # A drop: every collection is loaded again from disk into a new map, swapped in whole,
+            # so that searches of the other collections go on meanwhile (see the module's invariants).
+            followers: dict[str, LogFollower] = {}
+            collections = {name: self._load(name, seq, version, followers) for name, seq in committed.items()}
+            with self._collections_lock:
+                self._collections.clear()
+                self._collections.update(collections)
+            self._followers, self._drops = followers, drops
+        else:
+            with self._collections_lock:
+                for name in [name for name in self._collections if name not in committed]:
+                    del self._collections[name]
+                    self._followers.pop(name, None)
+            for name, seq in committed.items():
+                follower = self._followers.get(name)
+                batches = None if follower is None else follower.tail(seq)
+                if batches is None:
+                    loaded = self._load(name, seq, version, self._followers)
+                    with self._collections_lock:
+                        self._collections[name] = loaded
+                    continue
+                collection = self._collections[name]
+                for _seq, payload in batches:
+                    with collection.lock.writing():  # each batch whole, as the writer applies it
+                        collection.apply(payload)
+        self._applied_version = version
+        return version
+
+    def _load(self, name: str, seq: int, version: int, followers: dict[str, LogFollower]) -> Collection:
+        """Collection ``name`` read from its snapshot and log up to batch ``seq`` (of board ``version``);
+        its log follower goes into ``followers``."""
+        for _attempt in range(LOAD_ATTEMPTS):
+            follower = LogFollower(self._fs, collection_directory(self.data_path, name))
+            state, settings, batches = follower.load(seq)
+            if follower.applied >= seq:
+                break
+        else:
+            # Being dropped: the writer moves the folder away before it publishes the drop, so
+            # the board is about to move; only if it does not is the batch really missing.
+            deadline = time.monotonic() + DROP_WAIT_S
+            while time.monotonic() < deadline:
+                if self.board.version() != version:
+                    raise _BoardMoved
+                time.sleep(0.002)
+            raise StorageError(f"collection {name!r}: batch {seq} is acknowledged but in neither its snapshot nor its log")
+        collection = Collection(name, index_from_state(state) if state is not None else None, settings_from_dict(settings))
+        for _seq, payload in batches:
+            collection.apply(payload)
+        followers[name] = follower
+        return collection
+
+    # ------------------------------------------------------------------ writes belong to the writer
+
+    def _read_only(self, *_args: Any, **_kwargs: Any) -> NoReturn:
+        raise RuntimeError("a FollowerEngine is read-only: writes go to the process that owns the data directory")
+
+    add_records = _read_only
+    delete_records = _read_only
+    update_settings = _read_only
+    drop_collection = _read_only
