@@ -33,6 +33,10 @@ MAX_TOKEN_CHUNKS = 8
 MAX_CACHED_TERMS = 65_536
 #: Unions of more terms than this are built from one gather of their docs, not per-term bitmaps.
 MAX_TERMS_PER_TERM_UNION = 8
+#: ``occurrences_in`` binary-searches the docs in each term's slice for at most this many terms...
+_SEARCHED_TERMS = 16
+#: ...when docs × terms × this is below the terms' occurrences (a binary search costs a few steps).
+_SEARCH_COST = 16
 
 
 class FieldPostings:
@@ -166,6 +170,63 @@ class FieldPostings:
         if not found_docs:
             empty = np.empty(0, dtype=np.uint32)
             return empty, empty
+        return np.concatenate(found_docs), np.concatenate(found_positions)
+
+    def occurrences_in(self, term_ids: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in ``docs``
+        (sorted, unique doc ids), in no particular order.
+
+        A few docs holding common terms (a multi-word query's matches) are looked up by binary
+        search inside each term's doc-sorted slice, so cost follows ``docs`` × terms rather than
+        the terms' occurrences; many docs or many terms (a prefix) take one masked gather instead.
+        """
+        found_docs: list[np.ndarray] = []
+        found_positions: list[np.ndarray] = []
+        if docs.size == 0 or term_ids.size == 0:
+            empty = np.empty(0, dtype=np.uint32)
+            return empty, empty
+        mask: np.ndarray | None = None
+        for terms, chunk_docs, positions in list(self._chunks):
+            lo = np.searchsorted(terms, term_ids, side="left")
+            hi = np.searchsorted(terms, term_ids, side="right")
+            present = hi > lo
+            if not present.any():
+                continue
+            lo, hi = lo[present], hi[present]
+            lengths = hi - lo
+            total = int(lengths.sum())
+            if lo.size <= _SEARCHED_TERMS and docs.size * lo.size * _SEARCH_COST < total:
+                starts_list, ends_list = [], []
+                for start, end in zip(lo.tolist(), hi.tolist()):
+                    term_docs = chunk_docs[start:end]
+                    starts_list.append(np.searchsorted(term_docs, docs, side="left") + start)
+                    ends_list.append(np.searchsorted(term_docs, docs, side="right") + start)
+                starts = np.concatenate(starts_list) if len(starts_list) > 1 else starts_list[0]
+                ends = np.concatenate(ends_list) if len(ends_list) > 1 else ends_list[0]
+                spans = ends - starts
+                hit = spans > 0
+                starts, spans = starts[hit], spans[hit]
+                count = int(spans.sum())
+                if not count:
+                    continue
+                index = np.arange(count, dtype=np.int64) + np.repeat(starts - (np.cumsum(spans) - spans), spans)
+                found_docs.append(chunk_docs[index])
+                found_positions.append(positions[index])
+                continue
+            if mask is None:
+                mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
+                mask[docs] = True
+            index = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+            gathered = chunk_docs[index]
+            inside = gathered < mask.size
+            inside[inside] = mask[gathered[inside]]
+            found_docs.append(gathered[inside])
+            found_positions.append(positions[index][inside])
+        if not found_docs:
+            empty = np.empty(0, dtype=np.uint32)
+            return empty, empty
+        if len(found_docs) == 1:
+            return found_docs[0], found_positions[0]
         return np.concatenate(found_docs), np.concatenate(found_positions)
 
     def token_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -164,14 +164,12 @@ class RelevanceRules:
         word_terms = [self.matcher.term_ids(word) for word in self.words]
         disabled = self.matcher.typo_disabled_fields
         typo_free_terms = [self.matcher.term_ids(word, typo_free=True) for word in self.words] if disabled else word_terms
-        mask = np.zeros(int(docs[-1]) + 1 if docs.size else 0, dtype=bool)
-        mask[docs] = True
         for field in self.matcher.fields:
             postings = self.matcher.index.postings.get(field)
             if postings is None:
                 continue
             terms_here = typo_free_terms if field in disabled else word_terms
-            occurrences = [postings.occurrences(terms, mask) for terms in terms_here]
+            occurrences = [postings.occurrences_in(terms, docs) for terms in terms_here]
             for pair in range(pair_count):
                 (left_docs, left_positions), (right_docs, right_positions) = occurrences[pair], occurrences[pair + 1]
                 distance = _pair_distance(left_docs, left_positions, right_docs, right_positions)
