@@ -256,7 +256,7 @@ class Collection:
             # store's id list, so the stored record is not decoded at all.
             record_ids = self.index.docs.record_ids
             for (doc, rank), distance in zip(placed, metres):
-                shown = {"id": record_ids[doc], "_rank": rank}
+                shown: dict[str, Any] = {"id": record_ids[doc], "_rank": rank}
                 if distance is not None:
                     shown["_geoDistance"] = distance
                 results.append(shown)

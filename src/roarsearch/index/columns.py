@@ -176,10 +176,10 @@ class NumericColumn:
             inside &= (values >= low) if low_inclusive else (values > low)
         if high is not None:
             inside &= (values <= high) if high_inclusive else (values < high)
-        if within is not None and candidates is not None and not self.multi_valued and 2 * int(inside.sum()) > docs.size:
+        if (within is not None and docs is not None and candidates is not None and not self.multi_valued
+                and 2 * int(inside.sum()) > docs.size):
             # Most of ``within`` passes: building the bitmap of the few that fail (a bitmap costs
             # per doc put in it) and taking them out is cheaper. Docs past the column have no value.
-            assert docs is not None
             return within - bitmap_from_array(np.concatenate((candidates[~inside], docs[docs >= self.minimum.data.size])))
         # No np.unique: the bitmap takes the doc-sorted candidates (a multi-valued doc repeated) as they are.
         selected = np.flatnonzero(inside) if candidates is None else candidates[inside]
