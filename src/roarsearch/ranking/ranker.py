@@ -51,7 +51,17 @@ class Ranker:
                                      order_by_keys(self._index, self._custom))
             else:
                 ranked = bucket_sort(docs, self._relevance.rules(), self._index.docs, skip, count)
-            placed = [(doc, pack_costs(*costs) if self._ranked else 1.0) for doc, costs in ranked]
+            if self._ranked:
+                # Pages share a few cost tuples: each is packed once.
+                packed: dict[tuple[int, ...], float] = {}
+                placed = []
+                for doc, costs in ranked:
+                    rank = packed.get(costs)
+                    if rank is None:
+                        rank = packed[costs] = pack_costs(*costs)
+                    placed.append((doc, rank))
+            else:
+                placed = [(doc, 1.0) for doc, _costs in ranked]
         self.ranks.update(placed)
         return placed
 
