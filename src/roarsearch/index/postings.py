@@ -42,7 +42,7 @@ _SEARCH_COST = 16
 class FieldPostings:
     """The postings and token positions of one field."""
 
-    __slots__ = ("terms", "docs", "_chunks", "_lock")
+    __slots__ = ("terms", "docs", "_chunks", "_lock", "_absent")
 
     def __init__(self) -> None:
         # Readers build term bitmaps and merge token chunks lazily, several at once.
@@ -52,6 +52,9 @@ class FieldPostings:
         self.docs = BitMap()  # docs having at least one token in this field
         # Each chunk: (terms, docs, positions), sorted by term, then doc, then position.
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        #: Terms looked up and found in no chunk (a query word absent from this field): not looked
+        #: up again until the next ``add``, which forgets them all.
+        self._absent: set[int] = set()
 
     def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray) -> None:
         """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field)."""
@@ -63,6 +66,7 @@ class FieldPostings:
         sorted_docs = docs[order].astype(np.uint32)
         sorted_positions = positions[order].astype(np.uint32)
         with self._lock:
+            self._absent = set()
             if self.terms:
                 self._update_cached(sorted_terms, sorted_docs)
             self.docs |= bitmap_from_array(docs)
@@ -124,8 +128,12 @@ class FieldPostings:
         bitmap = self.terms.get(term)
         if bitmap is not None:
             return bitmap
+        if term in self._absent:
+            return None
+        absent = self._absent
         docs = self._gather_docs(np.asarray([term], dtype=np.uint32))
         if not docs.size:
+            absent.add(term)  # the set of the chunks just read (a concurrent add makes a new one)
             return None
         bitmap = bitmap_from_array(docs)
         with self._lock:
@@ -241,3 +249,4 @@ class FieldPostings:
 
     def load_token_arrays(self, terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
         self._chunks = [(terms, docs, positions)] if terms.size else []
+        self._absent = set()
