@@ -98,7 +98,7 @@ class RelevanceRules:
             yield 0, candidates
             return
         docs = array_from_bitmap(candidates)
-        costs = self.proximity_costs(docs)
+        costs = self.proximity_costs(docs, candidates)
         for cost in np.unique(costs).tolist():
             yield int(cost), bitmap_from_array(docs[costs == cost])
 
@@ -157,8 +157,9 @@ class RelevanceRules:
 
     # ---------------------------------------------------------------- vectorised costs
 
-    def proximity_costs(self, docs: np.ndarray) -> np.ndarray:
-        """Per doc of ``docs`` (sorted), the summed capped distance of consecutive query words."""
+    def proximity_costs(self, docs: np.ndarray, candidates: AbstractBitMap | None = None) -> np.ndarray:
+        """Per doc of ``docs`` (sorted; ``candidates``, the same docs as a bitmap, when at hand),
+        the summed capped distance of consecutive query words."""
         pair_count = len(self.words) - 1
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         word_terms = [self.matcher.term_ids(word) for word in self.words]
@@ -169,9 +170,19 @@ class RelevanceRules:
             if postings is None:
                 continue
             terms_here = typo_free_terms if field in disabled else word_terms
-            occurrences = [postings.occurrences_in(terms, docs) for terms in terms_here]
+            # Positions are read only for words some of the docs hold in this field next to a
+            # word they also hold there (the field's word bitmaps say so, at a bitmap test each).
+            present = [self._present(word, field, candidates) for word in self.words]
+            occurrences = [postings.occurrences_in(terms, docs)
+                           if present[position] and ((position and present[position - 1])
+                                                     or (position < pair_count and present[position + 1]))
+                           else None
+                           for position, terms in enumerate(terms_here)]
             for pair in range(pair_count):
-                (left_docs, left_positions), (right_docs, right_positions) = occurrences[pair], occurrences[pair + 1]
+                left, right = occurrences[pair], occurrences[pair + 1]
+                if left is None or right is None:
+                    continue
+                (left_docs, left_positions), (right_docs, right_positions) = left, right
                 distance = _pair_distance(left_docs, left_positions, right_docs, right_positions)
                 if distance is None:
                     continue
@@ -181,6 +192,13 @@ class RelevanceRules:
         costs: np.ndarray = best.sum(axis=0)
         return costs
 
+    def _present(self, word: WordPlan, field: str, candidates: AbstractBitMap | None) -> bool:
+        """Whether some of ``candidates`` may hold ``word``'s terms in ``field`` (True when unknown:
+        without the docs, or for a word whose multi-word synonyms' words its bitmaps do not cover)."""
+        if candidates is None or word.phrase_synonyms():
+            return True
+        return bool(self.matcher.docs(word, word.max_typos, field).intersect(candidates))
+
     def all_costs(self, candidates: AbstractBitMap) -> tuple[np.ndarray, np.ndarray]:
         """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
         docs = array_from_bitmap(candidates)
@@ -188,7 +206,7 @@ class RelevanceRules:
         for row, rule in enumerate((self.typo_buckets, None, self.attribute_buckets, self.exactness_buckets)):
             if rule is None:
                 if len(self.words) >= 2 and docs.size:
-                    costs[1] = self.proximity_costs(docs)
+                    costs[1] = self.proximity_costs(docs, candidates)
                 continue
             for cost, bucket in rule(candidates):
                 if cost:
