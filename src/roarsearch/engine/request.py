@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgpack
 from rapidfuzz import process
 
 from roarsearch.errors import BadRequestError
@@ -210,13 +211,24 @@ def _is_empty(value: Any) -> bool:
     return value is None or value == "" or value == [] or value == {}
 
 
+def _valid_unicode(body: dict[str, Any]) -> bool:
+    """Whether every string of ``body`` is valid Unicode, told by one C-level pass (msgpack encodes
+    strings as UTF-8); False also when it cannot tell (a huge integer, deep nesting)."""
+    try:
+        msgpack.packb(body)
+    except (UnicodeEncodeError, OverflowError, ValueError, TypeError):
+        return False
+    return True
+
+
 def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequest:
     """Validate a wire search body and return the typed request, or raise a 400 naming the field."""
     if not isinstance(body, dict):
         raise BadRequestError(f"request body: must be a JSON object, got {type_name(body)}", field="body")
-    for name, value in body.items():  # lone surrogates anywhere: a 400 naming the field, never a 500
-        check_strings(name, "request field name")
-        check_strings(value, str(name))
+    if not _valid_unicode(body):  # lone surrogates anywhere: a 400 naming the field, never a 500
+        for name, value in body.items():
+            check_strings(name, "request field name")
+            check_strings(value, str(name))
     unknown = [name for name in body if name not in DEFAULTS]
     if unknown:
         name = unknown[0]
