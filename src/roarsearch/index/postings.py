@@ -195,15 +195,30 @@ class FieldPostings:
             return empty, empty
         mask: np.ndarray | None = None
         for terms, chunk_docs, positions in list(self._chunks):
-            lo = np.searchsorted(terms, term_ids, side="left")
-            hi = np.searchsorted(terms, term_ids, side="right")
-            present = hi > lo
-            if not present.any():
-                continue
-            lo, hi = lo[present], hi[present]
+            if term_ids.size == 1:  # the common case, in scalar steps (each numpy call costs microseconds)
+                first = int(terms.searchsorted(term_ids[0], side="left"))
+                last = int(terms.searchsorted(term_ids[0], side="right"))
+                if last == first:
+                    continue
+                lo, hi, total = np.asarray([first]), np.asarray([last]), last - first
+            else:
+                lo = np.searchsorted(terms, term_ids, side="left")
+                hi = np.searchsorted(terms, term_ids, side="right")
+                present = hi > lo
+                if not present.any():
+                    continue
+                lo, hi = lo[present], hi[present]
+                total = int((hi - lo).sum())
             lengths = hi - lo
-            total = int(lengths.sum())
             if lo.size <= _SEARCHED_TERMS and docs.size * lo.size * _SEARCH_COST < total:
+                if lo.size == 1 and docs.size == 1:
+                    term_docs = chunk_docs[int(lo[0]):int(hi[0])]
+                    start = int(lo[0]) + int(term_docs.searchsorted(docs[0], side="left"))
+                    end = int(lo[0]) + int(term_docs.searchsorted(docs[0], side="right"))
+                    if end > start:
+                        found_docs.append(chunk_docs[start:end])
+                        found_positions.append(positions[start:end])
+                    continue
                 starts_list, ends_list = [], []
                 for start, end in zip(lo.tolist(), hi.tolist()):
                     term_docs = chunk_docs[start:end]

@@ -187,8 +187,8 @@ class RelevanceRules:
                 if distance is None:
                     continue
                 pair_docs, pair_best = distance
-                slots = np.searchsorted(docs, pair_docs)
-                np.minimum.at(best[pair], slots, pair_best)
+                slots = np.searchsorted(docs, pair_docs)  # each doc once per pair: no ufunc.at needed
+                best[pair, slots] = np.minimum(best[pair, slots], pair_best)
         costs: np.ndarray = best.sum(axis=0)
         return costs
 
