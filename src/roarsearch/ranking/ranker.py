@@ -36,6 +36,8 @@ class Ranker:
         self._origin = None if around is None else (around.lat, around.lng)
         #: ``_rank`` of every doc placed so far by this ranker.
         self.ranks: dict[int, float] = {}
+        #: The last small set scored whole: (the set, its docs in order, their packed costs).
+        self._scored: tuple[AbstractBitMap, np.ndarray, np.ndarray] | None = None
 
     def page(self, docs: AbstractBitMap, skip: int, count: int) -> list[tuple[int, float]]:
         """Docs ``skip:skip+count`` of ``docs`` in order, with their ``_rank``."""
@@ -69,13 +71,18 @@ class Ranker:
         """:meth:`page` of a small candidate set: every doc's packed costs, sorted (ties by record id)."""
         if count == 0 or not docs:
             return []
-        ids, packed = self._relevance.all_costs(docs)
-        id_rank = self._index.docs.id_rank()
-        # ``ids`` ascend, so a stable sort of the costs breaks ties by doc, which is record id order
-        # unless the store says otherwise.
-        order = (np.argsort(packed, kind="stable") if id_rank is None
-                 else np.lexsort((id_rank[ids], packed)))[skip:skip + count]
-        return [(doc, 1.0 - cost / _RANK_SCALE) for doc, cost in zip(ids[order].tolist(), packed[order].tolist())]
+        if self._scored is not None and self._scored[0] is docs:  # grouping asks for page after page
+            _docs, ordered_ids, ordered_costs = self._scored
+        else:
+            ids, packed = self._relevance.all_costs(docs)
+            id_rank = self._index.docs.id_rank()
+            # ``ids`` ascend, so a stable sort of the costs breaks ties by doc, which is record id
+            # order unless the store says otherwise.
+            order = np.argsort(packed, kind="stable") if id_rank is None else np.lexsort((id_rank[ids], packed))
+            ordered_ids, ordered_costs = ids[order], packed[order]
+            self._scored = (docs, ordered_ids, ordered_costs)
+        return [(doc, 1.0 - cost / _RANK_SCALE)
+                for doc, cost in zip(ordered_ids[skip:skip + count].tolist(), ordered_costs[skip:skip + count].tolist())]
 
     def docs(self, docs: AbstractBitMap, skip: int, count: int) -> list[int]:
         """The docs of :meth:`page` alone (their ranks are kept in :attr:`ranks`)."""
