@@ -9,6 +9,7 @@ facet intervals into :class:`Interval` objects (types in :mod:`roarsearch.query.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -16,6 +17,7 @@ import msgpack
 from rapidfuzz import process
 
 from roarsearch.errors import BadRequestError
+from roarsearch.query.ast import FilterNode
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.geo import check_distance_uses, parse_geo
 from roarsearch.query.intervals import Interval, parse_interval_cached
@@ -211,6 +213,22 @@ def _is_empty(value: Any) -> bool:
     return value is None or value == "" or value == [] or value == {}
 
 
+#: Filter texts up to this long have their parsed tree remembered (the trees are frozen).
+CACHED_FILTER_LENGTH = 1024
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed_filter_cached(text: str) -> FilterNode | None:
+    return parse_filter(text)
+
+
+def _parsed_filter(text: str) -> FilterNode | None:
+    """:func:`parse_filter`, remembering short texts: an application sends the same few filters
+    (a category, a price band) again and again, and parsing costs more than the rest of a small
+    search. Errors are not remembered (a malformed text raises each time)."""
+    return _parsed_filter_cached(text) if len(text) <= CACHED_FILTER_LENGTH else parse_filter(text)
+
+
 def _valid_unicode(body: dict[str, Any]) -> bool:
     """Whether every string of ``body`` is valid Unicode, told by one C-level pass (msgpack encodes
     strings as UTF-8); False also when it cannot tell (a huge integer, deep nesting)."""
@@ -276,7 +294,7 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         search_fields=_field_list(merged, "searchFields") or ("*",),
         fields=_field_list(merged, "fields") or ("*",),
         filter=filter_text,
-        filter_tree=parse_filter(filter_text) if filter_text.strip() else None,
+        filter_tree=_parsed_filter(filter_text) if filter_text.strip() else None,
         sort=sort,
         skip=_integer(merged, "skip", 0, MAX_SKIP),
         count=_integer(merged, "count", 0, MAX_COUNT),
