@@ -30,8 +30,6 @@ from roarsearch.index.columns import FieldColumns
 
 #: Ranked docs looked at in the first round of the walk, per group still wanted.
 WALK_DOCS_PER_GROUP = 4
-#: Match sets up to this size are walked whole at once (ranked in one call, as small sets are).
-WALK_ALL_BELOW = 2048
 #: Rounds of the walk (each doubles the ranked page) before the remaining groups are placed directly.
 WALK_ROUNDS = 4
 
@@ -122,8 +120,6 @@ def group_results(
     page_of: dict[int, list[int]] = {}  # the shown groups' docs so far
     unfilled = 0  # shown groups placed but not yet holding all the docs they show
     page = max(64, wanted * max(group_limit, WALK_DOCS_PER_GROUP))
-    if len(candidates) <= WALK_ALL_BELOW:
-        page = len(candidates)  # one ranked page of every match: no group is left for later
     walked = 0
     for _ in range(WALK_ROUNDS):
         docs = rank_docs(candidates, walked, page - walked)
