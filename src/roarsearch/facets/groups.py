@@ -142,6 +142,7 @@ def group_results(
         if (len(ordered) >= wanted and not unfilled) or walked >= len(candidates):
             break
         page *= 2
+    _finish_small(keys, rank_docs, ordered, before_page, page_of, skip, wanted, group_limit)
     if len(ordered) < wanted:
         # The remaining groups' best records all rank after the walked ones: order them by ranking
         # each group's best record against the others.
@@ -161,5 +162,43 @@ def group_results(
         results.append((keys.value(code), keys.total(code), shown))
     return results
 
+
+def _finish_small(keys: _GroupKeys, rank_docs: RankDocs, ordered: list[int], before_page: set[int],
+                  page_of: dict[int, list[int]], skip: int, wanted: int, group_limit: int) -> None:
+    """What the walk left open — groups not met yet, shown groups short of records — from one
+    ranked pass over those groups' records, when they are at most :data:`FINISH_IN_ONE_PASS`
+    (rare values: a few records each). Ranking a subset keeps the overall order, so the groups not
+    met come in the order of their best records, after every group met (whose best records the
+    walk already passed). Larger leftovers stay for the per-group ranking after this."""
+    short = [code for code in ordered[skip:wanted] if len(page_of[code]) < min(group_limit, keys.total(code))]
+    placed = set(ordered)
+    unmet = [] if len(ordered) >= wanted else [code for code in (np.flatnonzero(keys.totals) - 1).tolist()
+                                               if code not in placed]
+    pending = short + unmet
+    if not pending:
+        return
+    selected = np.isin(keys.codes, np.asarray(pending, dtype=np.int64))
+    if int(np.count_nonzero(selected)) > FINISH_IN_ONE_PASS:
+        return
+    for code in short:
+        page_of[code] = []  # refilled in order from the pass, which holds all of the group
+    docs = rank_docs(bitmap_from_array(keys.docs[selected]), 0, int(np.count_nonzero(selected)))
+    for doc, code in zip(docs, keys.of(docs)):
+        shown = page_of.get(code)
+        if shown is None:
+            if code in before_page or code in placed or len(ordered) >= wanted:
+                continue
+            placed.add(code)
+            ordered.append(code)
+            if len(ordered) <= skip:
+                before_page.add(code)
+                continue
+            shown = page_of[code] = []
+        if len(shown) < group_limit:
+            shown.append(doc)
+
+
+#: Records of the groups a walk left open that are ranked together in one pass.
+FINISH_IN_ONE_PASS = 2048
 
 __all__ = ["group_results"]
