@@ -251,6 +251,16 @@ class Collection:
         metres = ([None] * len(placed) if around is None else
                   whole_metres(self.index.geo.distances(np.asarray([doc for doc, _ in placed]), around.lat, around.lng)))
         results = []
+        if heads is not None and highlighter is None and all(head == "id" for _path, head in heads):
+            # Only the id is shown (a path under ``id`` projects nothing more): it is in the doc
+            # store's id list, so the stored record is not decoded at all.
+            record_ids = self.index.docs.record_ids
+            for (doc, rank), distance in zip(placed, metres):
+                shown: dict[str, Any] = {"id": record_ids[doc], "_rank": rank}
+                if distance is not None:
+                    shown["_geoDistance"] = distance
+                results.append(shown)
+            return results
         for (doc, rank), distance in zip(placed, metres):
             record = self.index.docs.record(doc)
             shown = record if heads is None else project(record, [path for path, head in heads if head in record])

@@ -9,12 +9,15 @@ facet intervals into :class:`Interval` objects (types in :mod:`roarsearch.query.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
+import msgpack
 from rapidfuzz import process
 
 from roarsearch.errors import BadRequestError
+from roarsearch.query.ast import FilterNode
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.geo import check_distance_uses, parse_geo
 from roarsearch.query.intervals import Interval, parse_interval_cached
@@ -210,13 +213,40 @@ def _is_empty(value: Any) -> bool:
     return value is None or value == "" or value == [] or value == {}
 
 
+#: Filter texts up to this long have their parsed tree remembered (the trees are frozen).
+CACHED_FILTER_LENGTH = 1024
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed_filter_cached(text: str) -> FilterNode | None:
+    return parse_filter(text)
+
+
+def _parsed_filter(text: str) -> FilterNode | None:
+    """:func:`parse_filter`, remembering short texts: an application sends the same few filters
+    (a category, a price band) again and again, and parsing costs more than the rest of a small
+    search. Errors are not remembered (a malformed text raises each time)."""
+    return _parsed_filter_cached(text) if len(text) <= CACHED_FILTER_LENGTH else parse_filter(text)
+
+
+def _valid_unicode(body: dict[str, Any]) -> bool:
+    """Whether every string of ``body`` is valid Unicode, told by one C-level pass (msgpack encodes
+    strings as UTF-8); False also when it cannot tell (a huge integer, deep nesting)."""
+    try:
+        msgpack.packb(body)
+    except (UnicodeEncodeError, OverflowError, ValueError, TypeError):
+        return False
+    return True
+
+
 def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequest:
     """Validate a wire search body and return the typed request, or raise a 400 naming the field."""
     if not isinstance(body, dict):
         raise BadRequestError(f"request body: must be a JSON object, got {type_name(body)}", field="body")
-    for name, value in body.items():  # lone surrogates anywhere: a 400 naming the field, never a 500
-        check_strings(name, "request field name")
-        check_strings(value, str(name))
+    if not _valid_unicode(body):  # lone surrogates anywhere: a 400 naming the field, never a 500
+        for name, value in body.items():
+            check_strings(name, "request field name")
+            check_strings(value, str(name))
     unknown = [name for name in body if name not in DEFAULTS]
     if unknown:
         name = unknown[0]
@@ -264,7 +294,7 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         search_fields=_field_list(merged, "searchFields") or ("*",),
         fields=_field_list(merged, "fields") or ("*",),
         filter=filter_text,
-        filter_tree=parse_filter(filter_text) if filter_text.strip() else None,
+        filter_tree=_parsed_filter(filter_text) if filter_text.strip() else None,
         sort=sort,
         skip=_integer(merged, "skip", 0, MAX_SKIP),
         count=_integer(merged, "count", 0, MAX_COUNT),

@@ -33,6 +33,8 @@ from roarsearch.index.postings import FieldPostings
 
 #: Unions of many postings (prefixes, wide typo expansions) kept between writes.
 WORD_UNION_CACHE_SIZE = 4096
+#: Per-value bitmaps of equality filters kept between writes.
+EQUAL_VALUE_CACHE_SIZE = 4096
 #: Text that names an integer id: ASCII digits only (``"²".isdigit()`` is true, ``int("²")`` fails),
 #: and at most 19 of them, so that no text can overflow the float conversion.
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
@@ -238,7 +240,15 @@ class Index:
         if field == "id":
             return self._ids().equal_text(text)
         values = self.value_column(field)
-        return EMPTY if values is None else values.equal_folded(fold_value(text))
+        if values is None:
+            return EMPTY
+        folded = fold_value(text)
+        # A value's docs are the postings of a keyword field: built once (a bitmap costs per doc,
+        # tens of microseconds per thousand) and kept until the column next changes.
+        found: AbstractBitMap = self.cache.get_or_build(
+            "equal_text", (field, folded), (id(values), values.version), lambda: FrozenBitMap(values.equal_folded(folded)),
+            EQUAL_VALUE_CACHE_SIZE)
+        return found
 
     def equal_bool(self, field: str, value: bool) -> AbstractBitMap:
         values = self.value_column(field)

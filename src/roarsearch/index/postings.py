@@ -33,12 +33,16 @@ MAX_TOKEN_CHUNKS = 8
 MAX_CACHED_TERMS = 65_536
 #: Unions of more terms than this are built from one gather of their docs, not per-term bitmaps.
 MAX_TERMS_PER_TERM_UNION = 8
+#: ``occurrences_in`` binary-searches the docs in each term's slice for at most this many terms...
+_SEARCHED_TERMS = 16
+#: ...when docs × terms × this is below the terms' occurrences (a binary search costs a few steps).
+_SEARCH_COST = 16
 
 
 class FieldPostings:
     """The postings and token positions of one field."""
 
-    __slots__ = ("terms", "docs", "_chunks", "_lock")
+    __slots__ = ("terms", "docs", "_chunks", "_lock", "_absent")
 
     def __init__(self) -> None:
         # Readers build term bitmaps and merge token chunks lazily, several at once.
@@ -48,6 +52,9 @@ class FieldPostings:
         self.docs = BitMap()  # docs having at least one token in this field
         # Each chunk: (terms, docs, positions), sorted by term, then doc, then position.
         self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        #: Terms looked up and found in no chunk (a query word absent from this field): not looked
+        #: up again until the next ``add``, which forgets them all.
+        self._absent: set[int] = set()
 
     def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray) -> None:
         """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field)."""
@@ -59,6 +66,7 @@ class FieldPostings:
         sorted_docs = docs[order].astype(np.uint32)
         sorted_positions = positions[order].astype(np.uint32)
         with self._lock:
+            self._absent = set()
             if self.terms:
                 self._update_cached(sorted_terms, sorted_docs)
             self.docs |= bitmap_from_array(docs)
@@ -120,8 +128,12 @@ class FieldPostings:
         bitmap = self.terms.get(term)
         if bitmap is not None:
             return bitmap
+        if term in self._absent:
+            return None
+        absent = self._absent
         docs = self._gather_docs(np.asarray([term], dtype=np.uint32))
         if not docs.size:
+            absent.add(term)  # the set of the chunks just read (a concurrent add makes a new one)
             return None
         bitmap = bitmap_from_array(docs)
         with self._lock:
@@ -168,6 +180,78 @@ class FieldPostings:
             return empty, empty
         return np.concatenate(found_docs), np.concatenate(found_positions)
 
+    def occurrences_in(self, term_ids: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in ``docs``
+        (sorted, unique doc ids), in no particular order.
+
+        A few docs holding common terms (a multi-word query's matches) are looked up by binary
+        search inside each term's doc-sorted slice, so cost follows ``docs`` × terms rather than
+        the terms' occurrences; many docs or many terms (a prefix) take one masked gather instead.
+        """
+        found_docs: list[np.ndarray] = []
+        found_positions: list[np.ndarray] = []
+        if docs.size == 0 or term_ids.size == 0:
+            empty = np.empty(0, dtype=np.uint32)
+            return empty, empty
+        mask: np.ndarray | None = None
+        for terms, chunk_docs, positions in list(self._chunks):
+            if term_ids.size == 1:  # the common case, in scalar steps (each numpy call costs microseconds)
+                first = int(terms.searchsorted(term_ids[0], side="left"))
+                last = int(terms.searchsorted(term_ids[0], side="right"))
+                if last == first:
+                    continue
+                lo, hi, total = np.asarray([first]), np.asarray([last]), last - first
+            else:
+                lo = np.searchsorted(terms, term_ids, side="left")
+                hi = np.searchsorted(terms, term_ids, side="right")
+                present = hi > lo
+                if not present.any():
+                    continue
+                lo, hi = lo[present], hi[present]
+                total = int((hi - lo).sum())
+            lengths = hi - lo
+            if lo.size <= _SEARCHED_TERMS and docs.size * lo.size * _SEARCH_COST < total:
+                if lo.size == 1 and docs.size == 1:
+                    term_docs = chunk_docs[int(lo[0]):int(hi[0])]
+                    start = int(lo[0]) + int(term_docs.searchsorted(docs[0], side="left"))
+                    end = int(lo[0]) + int(term_docs.searchsorted(docs[0], side="right"))
+                    if end > start:
+                        found_docs.append(chunk_docs[start:end])
+                        found_positions.append(positions[start:end])
+                    continue
+                starts_list, ends_list = [], []
+                for start, end in zip(lo.tolist(), hi.tolist()):
+                    term_docs = chunk_docs[start:end]
+                    starts_list.append(np.searchsorted(term_docs, docs, side="left") + start)
+                    ends_list.append(np.searchsorted(term_docs, docs, side="right") + start)
+                starts = np.concatenate(starts_list) if len(starts_list) > 1 else starts_list[0]
+                ends = np.concatenate(ends_list) if len(ends_list) > 1 else ends_list[0]
+                spans = ends - starts
+                hit = spans > 0
+                starts, spans = starts[hit], spans[hit]
+                count = int(spans.sum())
+                if not count:
+                    continue
+                index = np.arange(count, dtype=np.int64) + np.repeat(starts - (np.cumsum(spans) - spans), spans)
+                found_docs.append(chunk_docs[index])
+                found_positions.append(positions[index])
+                continue
+            if mask is None:
+                mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
+                mask[docs] = True
+            index = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+            gathered = chunk_docs[index]
+            inside = gathered < mask.size
+            inside[inside] = mask[gathered[inside]]
+            found_docs.append(gathered[inside])
+            found_positions.append(positions[index][inside])
+        if not found_docs:
+            empty = np.empty(0, dtype=np.uint32)
+            return empty, empty
+        if len(found_docs) == 1:
+            return found_docs[0], found_positions[0]
+        return np.concatenate(found_docs), np.concatenate(found_positions)
+
     def token_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(terms, docs, positions) of every token, term-sorted (merging the chunks)."""
         if not self._chunks:
@@ -180,3 +264,4 @@ class FieldPostings:
 
     def load_token_arrays(self, terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
         self._chunks = [(terms, docs, positions)] if terms.size else []
+        self._absent = set()

@@ -59,13 +59,20 @@ class WordMatcher:
         return result
 
     def exact_docs(self, word: WordPlan) -> AbstractBitMap:
-        """Docs where the word itself (no typo, not a longer word) occurs in a searched field."""
+        """Docs where the word itself (no typo, not a longer word) occurs in a searched field
+        (memoised: the exactness rule asks once per bucket it splits)."""
+        key = (word.position, -2, "exact")
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
         term_ids = word.exact_term_ids()
         parts = [self.index.field_docs(name, term_ids) for name in self.fields] if term_ids else []
         for phrase in word.phrase_synonyms():  # a synonym match ranks like the word itself
             parts.extend(self.index.phrase_docs(name, phrase) for name in self.fields)
         parts = [part for part in parts if part]
-        return union_all(parts)
+        result = union_all(parts)
+        self._cache[key] = result
+        return result
 
     def whole_docs(self, word: WordPlan) -> AbstractBitMap:
         """Docs where the word matches as a whole word — itself, a typo'd whole term within its

@@ -98,7 +98,7 @@ class RelevanceRules:
             yield 0, candidates
             return
         docs = array_from_bitmap(candidates)
-        costs = self.proximity_costs(docs)
+        costs = self.proximity_costs(docs, candidates)
         for cost in np.unique(costs).tolist():
             yield int(cost), bitmap_from_array(docs[costs == cost])
 
@@ -157,31 +157,47 @@ class RelevanceRules:
 
     # ---------------------------------------------------------------- vectorised costs
 
-    def proximity_costs(self, docs: np.ndarray) -> np.ndarray:
-        """Per doc of ``docs`` (sorted), the summed capped distance of consecutive query words."""
+    def proximity_costs(self, docs: np.ndarray, candidates: AbstractBitMap | None = None) -> np.ndarray:
+        """Per doc of ``docs`` (sorted; ``candidates``, the same docs as a bitmap, when at hand),
+        the summed capped distance of consecutive query words."""
         pair_count = len(self.words) - 1
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         word_terms = [self.matcher.term_ids(word) for word in self.words]
         disabled = self.matcher.typo_disabled_fields
         typo_free_terms = [self.matcher.term_ids(word, typo_free=True) for word in self.words] if disabled else word_terms
-        mask = np.zeros(int(docs[-1]) + 1 if docs.size else 0, dtype=bool)
-        mask[docs] = True
         for field in self.matcher.fields:
             postings = self.matcher.index.postings.get(field)
             if postings is None:
                 continue
             terms_here = typo_free_terms if field in disabled else word_terms
-            occurrences = [postings.occurrences(terms, mask) for terms in terms_here]
+            # Positions are read only for words some of the docs hold in this field next to a
+            # word they also hold there (the field's word bitmaps say so, at a bitmap test each).
+            present = [self._present(word, field, candidates) for word in self.words]
+            occurrences = [postings.occurrences_in(terms, docs)
+                           if present[position] and ((position and present[position - 1])
+                                                     or (position < pair_count and present[position + 1]))
+                           else None
+                           for position, terms in enumerate(terms_here)]
             for pair in range(pair_count):
-                (left_docs, left_positions), (right_docs, right_positions) = occurrences[pair], occurrences[pair + 1]
+                left, right = occurrences[pair], occurrences[pair + 1]
+                if left is None or right is None:
+                    continue
+                (left_docs, left_positions), (right_docs, right_positions) = left, right
                 distance = _pair_distance(left_docs, left_positions, right_docs, right_positions)
                 if distance is None:
                     continue
                 pair_docs, pair_best = distance
-                slots = np.searchsorted(docs, pair_docs)
-                np.minimum.at(best[pair], slots, pair_best)
+                slots = np.searchsorted(docs, pair_docs)  # each doc once per pair: no ufunc.at needed
+                best[pair, slots] = np.minimum(best[pair, slots], pair_best)
         costs: np.ndarray = best.sum(axis=0)
         return costs
+
+    def _present(self, word: WordPlan, field: str, candidates: AbstractBitMap | None) -> bool:
+        """Whether some of ``candidates`` may hold ``word``'s terms in ``field`` (True when unknown:
+        without the docs, or for a word whose multi-word synonyms' words its bitmaps do not cover)."""
+        if candidates is None or word.phrase_synonyms():
+            return True
+        return bool(self.matcher.docs(word, word.max_typos, field).intersect(candidates))
 
     def all_costs(self, candidates: AbstractBitMap) -> tuple[np.ndarray, np.ndarray]:
         """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
@@ -190,7 +206,7 @@ class RelevanceRules:
         for row, rule in enumerate((self.typo_buckets, None, self.attribute_buckets, self.exactness_buckets)):
             if rule is None:
                 if len(self.words) >= 2 and docs.size:
-                    costs[1] = self.proximity_costs(docs)
+                    costs[1] = self.proximity_costs(docs, candidates)
                 continue
             for cost, bucket in rule(candidates):
                 if cost:
@@ -211,6 +227,8 @@ def _pair_distance(
     """
     if left_docs.size == 0 or right_docs.size == 0:
         return None
+    if left_docs.size + right_docs.size <= _SMALL_PAIR_TOKENS:
+        return _pair_distance_small(left_docs, left_positions, right_docs, right_positions)
     docs = np.concatenate((left_docs, right_docs)).astype(np.int64)
     positions = np.concatenate((left_positions, right_positions)).astype(np.int64)
     is_right = np.concatenate((np.zeros(left_docs.size, bool), np.ones(right_docs.size, bool)))
@@ -228,6 +246,36 @@ def _pair_distance(
     pair_docs, distance = pair_docs[order], distance[order]
     first = np.concatenate(([True], pair_docs[1:] != pair_docs[:-1]))
     return pair_docs[first], np.minimum(distance[first] - 1, PROXIMITY_CAP)
+
+
+#: Up to this many tokens of two words, their distances are measured pair by pair in Python:
+#: cheaper than the dozen numpy calls of the merge for the few positions of a few docs.
+_SMALL_PAIR_TOKENS = 48
+
+
+def _pair_distance_small(
+    left_docs: np.ndarray, left_positions: np.ndarray, right_docs: np.ndarray, right_positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_pair_distance` over every pair of tokens (the smallest distance of all pairs is that
+    of the closest neighbours in position order, which the merge finds)."""
+    lefts: dict[int, list[int]] = {}
+    for doc, position in zip(left_docs.tolist(), left_positions.tolist()):
+        lefts.setdefault(doc, []).append(position)
+    best: dict[int, int] = {}
+    for doc, right in zip(right_docs.tolist(), right_positions.tolist()):
+        positions = lefts.get(doc)
+        if positions is None:
+            continue
+        for left in positions:
+            # In reading order the gap (at least 1); a right word before the left one costs one more.
+            distance = max(right - left, 1) if right >= left else left - right + 1
+            if distance < best.get(doc, distance + 1):
+                best[doc] = distance
+    if not best:
+        return None
+    pair_docs = sorted(best)
+    return (np.asarray(pair_docs, dtype=np.int64),
+            np.asarray([min(best[doc] - 1, PROXIMITY_CAP) for doc in pair_docs], dtype=np.int64))
 
 
 def order_by_id(docstore: DocStore, bucket: AbstractBitMap, start: int, stop: int) -> list[int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pyroaring import BitMap
@@ -118,3 +119,24 @@ def test_no_groups() -> None:
     assert group_results(columns, index.alive, rank_docs, 2, 5, 3) == []
     assert group_results(columns, index.alive, rank_docs, 0, 0, 3) == []
     assert group_results(columns, index.alive, rank_docs, 0, 5, 3) == [("a", 1, [0]), (None, 1, [1])]
+
+
+@pytest.mark.parametrize("skip", [0, 1, 3, 6])
+@pytest.mark.parametrize("group_limit", [1, 2, 5])
+def test_groups_left_open_by_the_walk_are_finished_in_one_ranked_pass(skip: int, group_limit: int) -> None:
+    # 4,000 records of one value rank first; five rare values (3 records each, the last one
+    # ranked between them) and a short shown group come far after the walk's pages.
+    index = Index()
+    records = [{"id": i, "g": "common"} for i in range(4_000)]
+    records += [{"id": 10_000 + i, "g": f"rare{i % 5}"} for i in range(15)]
+    records += [{"id": 20_000, "g": "short"}, {"id": 20_001, "g": "short"}]
+    index.add_records(records)
+    generator = random.Random(skip * 10 + group_limit)
+    score = {doc: (float(doc) if doc < 4_000 else 1e6 + generator.random()) for doc in index.alive}
+    score[4_015] = 0.5  # one "short" record among the best: the group is met early, filled late
+    columns = index.field_columns("g")
+    calls: list[tuple[int, int, int]] = []
+    got = group_results(columns, index.alive, ranker(score, calls), skip, 7, group_limit)
+    assert got == model(index, columns, BitMap(index.alive), score, skip, 7, group_limit)
+    assert any(15 <= size <= 17 for size, _, _ in calls)  # the one pass over the groups left open
+    assert not any(size <= 3 for size, _, _ in calls)  # no group ranked apart

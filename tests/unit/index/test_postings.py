@@ -1,0 +1,45 @@
+"""``FieldPostings.occurrences_in`` (binary search inside term slices) against the masked gather
+of ``occurrences``, on both of its paths: few docs of common terms, and many docs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roarsearch.index.postings import FieldPostings
+
+
+def _postings(seed: int, batches: int) -> FieldPostings:
+    generator = np.random.default_rng(seed)
+    postings = FieldPostings()
+    first = 0
+    for _ in range(batches):  # several chunks, as live writes leave them
+        docs = np.repeat(np.arange(first, first + 300, dtype=np.uint32), 20)
+        terms = generator.integers(0, 6, docs.size).astype(np.uint32)  # few terms: every one common
+        positions = np.tile(np.arange(20, dtype=np.uint32), 300)
+        postings.add(docs, terms, positions)
+        first += 300
+    return postings
+
+
+def _sorted_pairs(docs: np.ndarray, positions: np.ndarray) -> list[tuple[int, int]]:
+    return sorted(zip(docs.tolist(), positions.tolist()))
+
+
+@pytest.mark.parametrize("batches", [1, 3])
+@pytest.mark.parametrize("wanted", [1, 5, 40, 900])
+def test_occurrences_in_matches_the_masked_gather(batches: int, wanted: int) -> None:
+    postings = _postings(batches * 100 + wanted, batches)
+    generator = np.random.default_rng(wanted)
+    docs = np.unique(generator.integers(0, 300 * batches + 5, wanted)).astype(np.uint32)
+    mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
+    mask[docs] = True
+    for terms in ([0], [2, 3], [0, 1, 2, 3, 4, 5], [7], [5, 9]):
+        term_ids = np.asarray(terms, dtype=np.uint32)
+        expected = _sorted_pairs(*postings.occurrences(term_ids, mask))
+        assert _sorted_pairs(*postings.occurrences_in(term_ids, docs)) == expected
+
+
+def test_occurrences_in_of_no_docs_is_empty() -> None:
+    found_docs, found_positions = _postings(1, 1).occurrences_in(np.asarray([0], np.uint32), np.empty(0, np.uint32))
+    assert found_docs.size == 0 and found_positions.size == 0
