@@ -53,14 +53,14 @@ def index_to_state(index: Index) -> dict[str, Any]:
     docstore = index.docs
     postings_state: dict[str, Any] = {}
     for path, postings in index.postings.items():
-        token_terms, token_docs, token_positions = postings.token_arrays()
-        # Tokens are term-sorted: the term column is saved as its distinct terms and run lengths.
-        starts = np.concatenate(([0], np.flatnonzero(np.diff(token_terms)) + 1)) if token_terms.size else np.empty(0, np.int64)
-        counts = np.diff(np.append(starts, token_terms.size)).astype(np.uint32)
+        # Tokens grouped by term: distinct terms with their run lengths, then each token's doc and
+        # position (positions as 2-byte integers when every one fits).
+        term_ids, term_counts, token_docs, token_positions = postings.csr_arrays()
         postings_state[path] = {
-            "term_ids": _bytes(token_terms[starts].astype(np.uint32)), "term_counts": _bytes(counts),
+            "term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts),
             "field_docs": postings.docs.serialize(),
             "token_docs": _bytes(token_docs), "token_positions": _bytes(token_positions),
+            "position_bytes": token_positions.dtype.itemsize,
         }
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
@@ -120,13 +120,16 @@ def index_from_state(state: dict[str, Any]) -> Index:
     for path, saved in state["postings"].items():
         postings = FieldPostings()
         postings.docs = BitMap.deserialize(saved["field_docs"])
+        # Views over the loaded buffers, not copies: token arrays are never written in place.
+        token_docs = np.frombuffer(saved["token_docs"], dtype=np.uint32)
+        position_type = np.uint16 if saved.get("position_bytes") == 2 else np.uint32
+        token_positions = np.frombuffer(saved["token_positions"], dtype=position_type)
         if "term_counts" in saved:
-            token_terms = np.repeat(np.frombuffer(saved["term_ids"], dtype=np.uint32),
-                                    np.frombuffer(saved["term_counts"], dtype=np.uint32))
+            postings.load_csr_arrays(np.frombuffer(saved["term_ids"], dtype=np.uint32),
+                                     np.frombuffer(saved["term_counts"], dtype=np.uint32), token_docs, token_positions)
         else:  # version 1: one term id per token (its per-term bitmaps are not needed)
-            token_terms = _array(saved["token_terms"], np.uint32)
-        postings.load_token_arrays(token_terms, _array(saved["token_docs"], np.uint32),
-                                   _array(saved["token_positions"], np.uint32))
+            postings.load_token_arrays(np.frombuffer(saved["token_terms"], dtype=np.uint32), token_docs,
+                                       token_positions)
         index.postings[path] = postings
     for path, saved in state["columns"].items():
         columns = FieldColumns(path, index.cache)
