@@ -2,8 +2,9 @@
 
 Owns: the mapping between external *record ids* (int or str) and internal *doc ids* (dense
 uint32, assigned in increasing order and never reused), the records themselves stored as msgpack
-bytes packed back to back into one buffer per batch with per-doc offsets (no Python object per
-stored record), and ``alive``: the bitmap of doc ids whose record
+bytes packed back to back and zlib-compressed in parts of :data:`SAVED_PART_DOCS` docs with
+per-doc offsets (no Python object per stored record; a part is inflated the first time one of
+its records is read, and snapshots save the compressed parts as they are), and ``alive``: the bitmap of doc ids whose record
 is current. An upsert retires the old doc id and assigns a new one, so every other structure can
 be append-only and simply intersect with ``alive``. ``alive`` is a ``FrozenBitMap`` replaced whole
 by every write: a reader holding it keeps a consistent set, and an identity or equality check on
@@ -30,10 +31,17 @@ from roarsearch.index.bitmaps import bitmap_from_array
 
 RecordId = int | str
 
-#: Saved payloads are zlib-compressed (fast level) in parts of this many docs; a loaded part is
-#: decompressed the first time one of its records is read, so opening inflates nothing.
+#: Stored payloads are zlib-compressed (fast level) in parts of this many docs, when added; a
+#: part is decompressed the first time one of its records is read, so neither holding records
+#: nor opening a snapshot inflates anything.
 SAVED_PART_DOCS = 128
 SAVED_LEVEL = 1
+
+
+def pack_records(records: list[dict[str, Any]]) -> list[bytes]:
+    """Each record's msgpack bytes: what the doc store keeps, and (joined) what the log writes."""
+    packb = msgpack.packb
+    return [packb(record, use_bin_type=True) for record in records]
 
 
 def _raw(array: np.ndarray) -> memoryview:
@@ -72,17 +80,24 @@ class DocStore:
     def next_doc(self) -> int:
         return len(self.record_ids)
 
-    def add(self, records: list[dict[str, Any]]) -> tuple[np.ndarray, AbstractBitMap]:
+    def add(self, records: list[dict[str, Any]],
+            payloads: list[bytes] | None = None) -> tuple[np.ndarray, AbstractBitMap]:
         """Store ``records`` under new doc ids; returns (new doc ids, doc ids they replaced).
+        ``payloads``: the records already packed by :func:`pack_records`, if they were.
 
         Within one batch a repeated id keeps its last record, as sequential upserts would.
         """
-        packb = msgpack.packb
         start = len(self.record_ids)
         self.record_ids.extend(record["id"] for record in records)
-        payloads = [packb(record, use_bin_type=True) for record in records]
-        self._append_buffer(start, b"".join(payloads),
-                            np.fromiter(map(len, payloads), dtype=np.uint64, count=len(payloads)))
+        if payloads is None:
+            payloads = pack_records(records)
+        lengths = np.fromiter(map(len, payloads), dtype=np.uint64, count=len(payloads))
+        compress = zlib.compress
+        join = b"".join
+        for first in range(0, len(payloads), SAVED_PART_DOCS):
+            last = min(first + SAVED_PART_DOCS, len(payloads))
+            self._append_buffer(start + first, None, lengths[first:last],
+                                compress(join(payloads[first:last]), SAVED_LEVEL))
         replaced_docs: list[int] = []
         doc_of = self.doc_of
         for offset, record in enumerate(records):

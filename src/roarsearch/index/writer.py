@@ -165,9 +165,10 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
         _add_leaf(fields, path, doc, element, value, first_texts)
 
 
-def add_records(index: Index, records: list[dict[str, Any]]) -> None:
-    """Insert or replace validated records (the last of repeated ids wins)."""
-    new_docs, _replaced = index.docs.add(records)
+def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> None:
+    """Insert or replace validated records (the last of repeated ids wins); ``payloads``: the
+    records already encoded, if they are."""
+    new_docs, _replaced = index.docs.add(records, payloads)
     by_field: dict[str, _BatchFields] = {}
     first_texts: list[str] = []
     value_fields = _ValuePolicy(index)

@@ -97,9 +97,9 @@ class CollectionStore:
             self.last_snapshot_seq, state = body["last_seq"], body["index"]
         return state, self.wal.open(self.last_snapshot_seq)
 
-    def log(self, payload: Any) -> int:
+    def log(self, payload: Any, packed: tuple[str, list[bytes]] | None = None) -> int:
         """Append ``payload`` durably (fsynced) and return its sequence number; see :meth:`WriteAheadLog.append`."""
-        return self.wal.append(payload)
+        return self.wal.append(payload, packed)
 
     def should_snapshot(self) -> bool:
         byte_threshold = max(SNAPSHOT_LOG_BYTES, int(self.snapshot_bytes * SNAPSHOT_GROWTH))

@@ -10,7 +10,8 @@
 - the I/O error loop: failing the Nth operation with ENOSPC or EIO, for N = 1, 2, … until an append
   succeeds, raises StorageError and leaves the file readable with exactly the old records;
   when even the repair fails the log refuses further appends;
-- sequence gaps and foreign files are refused with precise messages.
+- sequence gaps and foreign files are refused with precise messages;
+- a batch whose records come already encoded writes the very bytes of the whole payload encoded.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import random
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from roarsearch.errors import CorruptionError, StorageError
@@ -195,3 +197,15 @@ def test_failed_repair_makes_the_log_refuse_appends(tmp_path: Path) -> None:
 def test_append_before_open_is_a_programming_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="open"):
         WriteAheadLog(FileSystem(), str(tmp_path / "wal.rlog")).append({"op": "clear"})
+
+
+def test_prepacked_records_write_the_same_bytes(tmp_path: Path) -> None:
+    records = [{"id": 1, "title": "Ørsted", "tags": ["a", "b"]}, {"id": "x", "n": 2.5, "b": True, "z": None}]
+    batch = {"op": "add", "records": records}
+    items = [msgpack.packb(record, use_bin_type=True) for record in records]
+    plain, _ = opened(tmp_path / "plain")
+    prepacked, _ = opened(tmp_path / "prepacked")
+    plain.append(batch)
+    prepacked.append(batch, ("records", items))
+    assert (tmp_path / "plain").read_bytes() == (tmp_path / "prepacked").read_bytes()
+    assert [item for _, item in opened(tmp_path / "prepacked")[1]] == [batch]
