@@ -89,14 +89,16 @@ class _Chunk:
 
     def token_terms(self) -> np.ndarray:
         """One term id per token."""
-        return np.repeat(self.terms, np.diff(self.starts))
+        terms: np.ndarray = np.repeat(self.terms, np.diff(self.starts))
+        return terms
 
 
 def _gather_index(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Offsets ``lo[0]:hi[0]``, ``lo[1]:hi[1]``, … as one array."""
     lengths = hi - lo
     total = int(lengths.sum())
-    return np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+    index: np.ndarray = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+    return index
 
 
 def merge_chunks(chunks: list[_Chunk]) -> _Chunk:
