@@ -126,16 +126,19 @@ class Collection:
             return None
         raise ValueError(f"unknown batch operation {operation!r}")
 
-    def write(self, payload: dict[str, Any]) -> Any:
-        """Make ``payload`` durable (when on disk), then apply it; searches see it whole or not at all."""
+    def write(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
+        """Make ``payload`` durable (when on disk), then apply it; searches see it whole or not at all.
+        ``packed_records``: an add's records already msgpack-encoded (validation encodes them)."""
         with self.write_mutex:
-            return self._write_locked(payload)
+            return self._write_locked(payload, packed_records)
 
-    def _write_locked(self, payload: dict[str, Any]) -> Any:
+    def _write_locked(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
         if self.dropped:
             raise NotFoundError(f"collection '{self.name}' not found", field="collection")
         # An add's records are encoded once: the log writes those bytes and the doc store keeps them.
-        packed = pack_records(payload["records"]) if payload["op"] == "add" else None
+        packed = packed_records
+        if packed is None and payload["op"] == "add":
+            packed = pack_records(payload["records"])
         if self.store is not None:
             # Raises StorageError, having changed nothing, when it cannot.
             self.store.log(payload, None if packed is None else ("records", packed))

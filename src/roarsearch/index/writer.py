@@ -193,6 +193,8 @@ def add_records(index: Index, records: list[dict[str, Any]], payloads: list[byte
 
 _SCALAR_TEXT = frozenset((str, type(None)))
 _SCALAR_NUMBER = frozenset((int, float, type(None)))
+_LIST_OR_NONE = frozenset((list, type(None)))
+_TEXT_ONLY = frozenset((str,))
 _FLAT_KINDS = frozenset((str, int, float, bool, list, type(None)))
 
 
@@ -247,7 +249,29 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
             fields.present = fields.number_docs = docs[held]
             fields.numbers = np.asarray(values if held.all() else list(compress(values, held)), dtype=np.float64)
             continue
-        # Mixed kinds or arrays: value by value (the rare shape), with the per-record helpers.
+        if field_kinds <= _LIST_OR_NONE:
+            held = np.fromiter(map(operator.is_, types, repeat(list)), dtype=bool, count=count)
+            lists: list[list[Any]] = list(compress(values, held))  # type: ignore[arg-type]
+            texts = list(chain.from_iterable(lists))
+            if set(map(type, texts)) <= _TEXT_ONLY:  # arrays of strings (tags): taken whole too
+                lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+                held_docs = docs[held][lengths > 0]
+                if not held_docs.size:
+                    del by_field[key]
+                    continue
+                fields.present = held_docs
+                fields.text_docs = np.repeat(docs[held], lengths)
+                fields.text_positions = (np.arange(lengths.sum(), dtype=np.int64)
+                                         - np.repeat(np.cumsum(lengths) - lengths, lengths)) * ELEMENT_POSITION_GAP
+                fields.texts = texts
+                if fields.keep_values:
+                    short = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) <= MAX_VALUE_LENGTH
+                    fields.value_docs = fields.text_docs[short]
+                    fields.value_keys = texts if short.all() else list(compress(texts, short))
+                first_text_at.append((int(held_docs[0]) - int(docs[0]), 0, key))
+                continue
+        # Mixed kinds or arrays of other kinds: value by value (the rare shape), with the
+        # per-record helpers.
         first_texts: list[str] = []
         first_text_doc: int | None = None
         for doc, value in zip(docs.tolist(), values):
