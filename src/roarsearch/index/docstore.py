@@ -62,7 +62,7 @@ class DocStore:
         # ``_buffers[i][offsets[k]:offsets[k + 1]]`` with ``offsets = _offsets[i]``. Retired docs'
         # bytes stay until the next snapshot, which leaves them out.
         self._buffers: list[bytes | None] = []  # None: still compressed in ``_packed``
-        self._packed: list[bytes | None] = []  # a loaded part as saved (None: added since)
+        self._packed: list[bytes | memoryview | None] = []  # compressed (None: inflated since)
         self._offsets: list[np.ndarray] = []
         self._firsts: list[int] = []
         self._inflate = threading.Lock()
@@ -146,7 +146,8 @@ class DocStore:
         self.alive = FrozenBitMap(self.alive - docs)
         return len(docs)
 
-    def _append_buffer(self, first: int, buffer: bytes | None, lengths: np.ndarray, packed: bytes | None = None) -> None:
+    def _append_buffer(self, first: int, buffer: bytes | None, lengths: np.ndarray,
+                       packed: bytes | memoryview | None = None) -> None:
         offsets = np.zeros(lengths.size + 1, dtype=np.uint64)
         np.cumsum(lengths, out=offsets[1:])
         self._buffers.append(buffer)
@@ -205,6 +206,33 @@ class DocStore:
                 parts.append({"first": first + start, "lengths": _raw(piece_lengths.astype(np.uint32)),
                               "data": zlib.compress(piece, SAVED_LEVEL)})
         return parts
+
+    def payload_block_to_state(self) -> dict[str, Any]:
+        """:meth:`payloads_to_state` as one block: the parts' compressed bytes back to back in
+        ``data`` (one large value, which a snapshot maps rather than copies), with per part its
+        ``first`` doc, doc ``count`` and byte ``size``, and every doc's ``lengths``."""
+        parts = self.payloads_to_state()
+        counts = [len(part["lengths"]) // 4 for part in parts]
+        return {"first": _raw(np.asarray([part["first"] for part in parts], dtype=np.uint32)),
+                "count": _raw(np.asarray(counts, dtype=np.uint32)),
+                "size": _raw(np.asarray([len(part["data"]) for part in parts], dtype=np.uint64)),
+                "lengths": b"".join(part["lengths"] for part in parts),
+                "data": b"".join(part["data"] for part in parts)}
+
+    def payload_block_from_state(self, block: dict[str, Any]) -> None:
+        """Parts saved by :meth:`payload_block_to_state`, kept as views of ``data`` (compressed)."""
+        firsts = np.frombuffer(block["first"], dtype=np.uint32).tolist()
+        counts = np.frombuffer(block["count"], dtype=np.uint32)
+        sizes = np.frombuffer(block["size"], dtype=np.uint64).astype(np.int64)
+        lengths = np.frombuffer(block["lengths"], dtype=np.uint32).astype(np.uint64)
+        data = memoryview(block["data"])
+        byte_ends = np.cumsum(sizes).tolist()
+        doc_ends = np.cumsum(counts.astype(np.int64)).tolist()
+        self._buffers, self._packed, self._offsets, self._firsts = [], [], [], []
+        byte_start = doc_start = 0
+        for first, byte_end, doc_end in zip(firsts, byte_ends, doc_ends):
+            self._append_buffer(first, None, lengths[doc_start:doc_end], data[byte_start:byte_end])
+            byte_start, doc_start = byte_end, doc_end
 
     def payloads_from_state(self, parts: list[dict[str, Any]]) -> None:
         """Keep saved parts compressed; each is inflated when one of its records is first read."""

@@ -79,7 +79,7 @@ def index_to_state(index: Index) -> dict[str, Any]:
         columns_state[path] = state
     return {
         "version": INDEX_STATE_VERSION,
-        "docs": {"record_ids": docstore.record_ids, "payload_parts": docstore.payloads_to_state(),
+        "docs": {"record_ids": docstore.record_ids, "payload_block": docstore.payload_block_to_state(),
                  "alive": docstore.alive.serialize(), "ids_in_doc_order": docstore.ids_in_doc_order,
                  "last_id": None if docstore._last_id_key is None else docstore._last_id_key[1]},
         "lexicon": index.lexicon.to_state(),
@@ -100,7 +100,9 @@ def index_from_state(state: dict[str, Any]) -> Index:
     docs_state = state["docs"]
     docstore = index.docs
     docstore.record_ids = list(docs_state["record_ids"])
-    if "payload_parts" in docs_state:
+    if "payload_block" in docs_state:
+        docstore.payload_block_from_state(docs_state["payload_block"])
+    elif "payload_parts" in docs_state:
         docstore.payloads_from_state(docs_state["payload_parts"])
     else:  # version 1: one msgpack bytes object per doc
         docstore.payloads_from_list(list(docs_state["payloads"]))
