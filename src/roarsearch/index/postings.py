@@ -265,18 +265,25 @@ class FieldPostings:
         chunk = self._merged()
         return chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.docs, chunk.positions
 
+    def chunk_arrays(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """:meth:`csr_arrays` of each chunk as it is (saving them merges nothing)."""
+        return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.docs, chunk.positions)
+                for chunk in list(self._chunks)]
+
+    def load_chunk_arrays(self, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """Chunks saved by :meth:`chunk_arrays`, in the same (doc) order."""
+        loaded = []
+        for terms, counts, docs, positions in chunks:
+            if docs.size:
+                starts = np.zeros(terms.size + 1, dtype=np.int64)
+                np.cumsum(counts, out=starts[1:])
+                loaded.append(_Chunk(terms.astype(np.uint32, copy=False), starts, docs, positions))
+        self._chunks = loaded
+
     def token_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(terms, docs, positions) of every token, term-sorted (merging the chunks); uint32 each."""
         chunk = self._merged()
         return chunk.token_terms(), chunk.docs, chunk.positions.astype(np.uint32)
-
-    def load_csr_arrays(self, terms: np.ndarray, counts: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
-        if not docs.size:
-            self._chunks = []
-            return
-        starts = np.zeros(terms.size + 1, dtype=np.int64)
-        np.cumsum(counts, out=starts[1:])
-        self._chunks = [_Chunk(terms.astype(np.uint32, copy=False), starts, docs, _narrow_positions(positions))]
 
     def load_token_arrays(self, terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
         self._chunks = [_Chunk.from_sorted(terms, docs, positions)] if terms.size else []

@@ -53,14 +53,15 @@ def index_to_state(index: Index) -> dict[str, Any]:
     docstore = index.docs
     postings_state: dict[str, Any] = {}
     for path, postings in index.postings.items():
-        # Tokens grouped by term: distinct terms with their run lengths, then each token's doc and
-        # position (positions as 2-byte integers when every one fits).
-        term_ids, term_counts, token_docs, token_positions = postings.csr_arrays()
+        # Per chunk, tokens grouped by term: distinct terms with their run lengths, then each
+        # token's doc and position (positions as 2-byte integers when every one fits). Chunks are
+        # saved as they are: a snapshot merges nothing.
         postings_state[path] = {
-            "term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts),
             "field_docs": postings.docs.serialize(),
-            "token_docs": _bytes(token_docs), "token_positions": _bytes(token_positions),
-            "position_bytes": token_positions.dtype.itemsize,
+            "chunks": [{"term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts),
+                        "token_docs": _bytes(token_docs), "token_positions": _bytes(token_positions),
+                        "position_bytes": token_positions.dtype.itemsize}
+                       for term_ids, term_counts, token_docs, token_positions in postings.chunk_arrays()],
         }
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
@@ -69,9 +70,11 @@ def index_to_state(index: Index) -> dict[str, Any]:
         if columns.numeric is not None:
             docs, values = columns.numeric.pairs()
             state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
-                                "min": _bytes(columns.numeric.minimum.data), "max": _bytes(columns.numeric.maximum.data),
-                                "first": _bytes(columns.numeric.first.data),
-                                "order": _bytes(columns.numeric.sort_order())}
+                                "order": _bytes(columns.numeric.sort_order()), "slots": columns.numeric.minimum.data.size}
+            if columns.numeric.multi_valued:  # otherwise a doc's min, max and first are its value
+                state["numeric"].update({"min": _bytes(columns.numeric.minimum.data),
+                                         "max": _bytes(columns.numeric.maximum.data),
+                                         "first": _bytes(columns.numeric.first.data)})
         if columns.values is not None:
             docs, value_ids = columns.values.pairs()
             state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
@@ -90,6 +93,13 @@ def index_to_state(index: Index) -> dict[str, Any]:
         "columns": columns_state,
         "geo": index.geo.to_state(),
     }
+
+
+def _token_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    position_type = np.uint16 if saved.get("position_bytes") == 2 else np.uint32
+    return (np.frombuffer(saved["term_ids"], dtype=np.uint32), np.frombuffer(saved["term_counts"], dtype=np.uint32),
+            np.frombuffer(saved["token_docs"], dtype=np.uint32),
+            np.frombuffer(saved["token_positions"], dtype=position_type))
 
 
 def index_from_state(state: dict[str, Any]) -> Index:
@@ -123,15 +133,14 @@ def index_from_state(state: dict[str, Any]) -> Index:
         postings = FieldPostings()
         postings.docs = BitMap.deserialize(saved["field_docs"])
         # Views over the loaded buffers, not copies: token arrays are never written in place.
-        token_docs = np.frombuffer(saved["token_docs"], dtype=np.uint32)
-        position_type = np.uint16 if saved.get("position_bytes") == 2 else np.uint32
-        token_positions = np.frombuffer(saved["token_positions"], dtype=position_type)
-        if "term_counts" in saved:
-            postings.load_csr_arrays(np.frombuffer(saved["term_ids"], dtype=np.uint32),
-                                     np.frombuffer(saved["term_counts"], dtype=np.uint32), token_docs, token_positions)
+        if "chunks" in saved:
+            postings.load_chunk_arrays([_token_chunk(chunk) for chunk in saved["chunks"]])
+        elif "term_counts" in saved:  # one chunk (snapshots of early version 2)
+            postings.load_chunk_arrays([_token_chunk(saved)])
         else:  # version 1: one term id per token (its per-term bitmaps are not needed)
-            postings.load_token_arrays(np.frombuffer(saved["token_terms"], dtype=np.uint32), token_docs,
-                                       token_positions)
+            postings.load_token_arrays(np.frombuffer(saved["token_terms"], dtype=np.uint32),
+                                       np.frombuffer(saved["token_docs"], dtype=np.uint32),
+                                       np.frombuffer(saved["token_positions"], dtype=np.uint32))
         index.postings[path] = postings
     for path, saved in state["columns"].items():
         columns = FieldColumns(path, index.cache)
@@ -142,14 +151,19 @@ def index_from_state(state: dict[str, Any]) -> Index:
             numeric = NumericColumn()
             docs = _array(saved["numeric"]["docs"], np.uint32)
             numeric._docs, numeric._values = [docs], [_array(saved["numeric"]["values"], np.float64)]
-            numeric.minimum.data = _array(saved["numeric"]["min"], np.float64)
-            numeric.maximum.data = _array(saved["numeric"]["max"], np.float64)
-            # Older snapshots lack the first number per doc: the smallest is the best stand-in.
-            numeric.first.data = _array(saved["numeric"].get("first", saved["numeric"]["min"]), np.float64)
-            numeric.docs = bitmap_from_array(docs)
             # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
             # several values has adjacent pairs.
             numeric.multi_valued = bool(docs.size > 1 and (docs[1:] == docs[:-1]).any())
+            if "min" in saved["numeric"]:
+                numeric.minimum.data = _array(saved["numeric"]["min"], np.float64)
+                numeric.maximum.data = _array(saved["numeric"]["max"], np.float64)
+                # Older snapshots lack the first number per doc: the smallest is the best stand-in.
+                numeric.first.data = _array(saved["numeric"].get("first", saved["numeric"]["min"]), np.float64)
+            else:  # single-valued: each doc's min, max and first are its one value
+                per_doc = np.full(int(saved["numeric"]["slots"]), np.nan)
+                per_doc[docs] = numeric._values[0]
+                numeric.minimum.data, numeric.maximum.data, numeric.first.data = per_doc, per_doc.copy(), per_doc.copy()
+            numeric.docs = bitmap_from_array(docs)
             if "order" in saved["numeric"]:  # older snapshots: sorted on first use
                 numeric.load_order(_array(saved["numeric"]["order"], np.uint32))
             columns.numeric = numeric
