@@ -70,7 +70,8 @@ def index_to_state(index: Index) -> dict[str, Any]:
         if columns.numeric is not None:
             docs, values = columns.numeric.pairs()
             state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
-                                "order": _bytes(columns.numeric.sort_order()), "slots": columns.numeric.minimum.data.size}
+                                "order": _bytes(columns.numeric.sort_order()), "slots": columns.numeric.minimum.data.size,
+                                "doc_bitmap": columns.numeric.docs.serialize()}
             if columns.numeric.multi_valued:  # otherwise a doc's min, max and first are its value
                 state["numeric"].update({"min": _bytes(columns.numeric.minimum.data),
                                          "max": _bytes(columns.numeric.maximum.data),
@@ -78,7 +79,7 @@ def index_to_state(index: Index) -> dict[str, Any]:
         if columns.values is not None:
             docs, value_ids = columns.values.pairs()
             state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
-                               "first": _bytes(columns.values.first.data)}
+                               "first": _bytes(columns.values.first.data), "doc_bitmap": columns.values.docs.serialize()}
         columns_state[path] = state
     return {
         "version": INDEX_STATE_VERSION,
@@ -163,7 +164,9 @@ def index_from_state(state: dict[str, Any]) -> Index:
                 per_doc = np.full(int(saved["numeric"]["slots"]), np.nan)
                 per_doc[docs] = numeric._values[0]
                 numeric.minimum.data, numeric.maximum.data, numeric.first.data = per_doc, per_doc.copy(), per_doc.copy()
-            numeric.docs = bitmap_from_array(docs)
+            # The doc set as saved (older snapshots: from the pairs): deserialising is a copy, not a build.
+            numeric.docs = (BitMap.deserialize(saved["numeric"]["doc_bitmap"]) if "doc_bitmap" in saved["numeric"]
+                            else bitmap_from_array(docs))
             if "order" in saved["numeric"]:  # older snapshots: sorted on first use
                 numeric.load_order(_array(saved["numeric"]["order"], np.uint32))
             columns.numeric = numeric
@@ -174,7 +177,8 @@ def index_from_state(state: dict[str, Any]) -> Index:
             docs = _array(saved["values"]["docs"], np.uint32)
             values._docs, values._vids = [docs], [_array(saved["values"]["vids"], np.uint32)]
             values.first.data = _array(saved["values"]["first"], np.int64)
-            values.docs = bitmap_from_array(docs)
+            values.docs = (BitMap.deserialize(saved["values"]["doc_bitmap"]) if "doc_bitmap" in saved["values"]
+                           else bitmap_from_array(docs))
             columns.values = values
         index.columns[path] = columns
     if "geo" in state:
