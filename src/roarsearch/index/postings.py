@@ -79,13 +79,26 @@ class _Chunk:
 
     def ranges(self, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) token offsets of each of ``term_ids`` here (empty ranges for absent terms)."""
-        slot = np.searchsorted(self.terms, term_ids)
-        found = slot < self.terms.size
-        found[found] = self.terms[slot[found]] == term_ids[found]
-        slot = np.where(found, slot, 0)
-        lo = np.where(found, self.starts[slot], 0)
-        hi = np.where(found, self.starts[slot + 1], 0)
+        terms = self.terms
+        if not terms.size:
+            empty = np.zeros(term_ids.size, dtype=np.int64)
+            return empty, empty
+        slot = np.searchsorted(terms, term_ids)
+        np.minimum(slot, terms.size - 1, out=slot)
+        lo = self.starts[slot]
+        hi = self.starts[slot + 1]
+        absent = terms[slot] != term_ids
+        if absent.any():
+            hi[absent] = lo[absent]
         return lo, hi
+
+    def range_of(self, term: int) -> tuple[int, int]:
+        """(start, end) token offsets of one term here ((0, 0) when absent)."""
+        terms = self.terms
+        slot = int(terms.searchsorted(term))
+        if slot < terms.size and int(terms[slot]) == term:
+            return int(self.starts[slot]), int(self.starts[slot + 1])
+        return 0, 0
 
     def token_terms(self) -> np.ndarray:
         """One term id per token."""
@@ -181,11 +194,12 @@ class FieldPostings:
         """Docs of every token of ``term_ids`` (sorted, unique), duplicates included."""
         parts: list[np.ndarray] = []
         for chunk in list(self._chunks):
-            lo, hi = chunk.ranges(term_ids)
             if term_ids.size == 1:
-                if hi[0] > lo[0]:
-                    parts.append(chunk.docs[int(lo[0]):int(hi[0])])
+                start, end = chunk.range_of(int(term_ids[0]))
+                if end > start:
+                    parts.append(chunk.docs[start:end])
                 continue
+            lo, hi = chunk.ranges(term_ids)
             if int((hi - lo).sum()):
                 parts.append(chunk.docs[_gather_index(lo, hi)])
         if not parts:
@@ -236,16 +250,24 @@ class FieldPostings:
         found_docs: list[np.ndarray] = []
         found_positions: list[np.ndarray] = []
         for chunk in list(self._chunks):
-            lo, hi = chunk.ranges(term_ids)
-            present = hi > lo
-            if not present.any():
-                continue
-            index = _gather_index(lo[present], hi[present])
-            chunk_docs = chunk.docs[index]
+            if term_ids.size == 1:  # one term: its tokens are one slice
+                start, end = chunk.range_of(int(term_ids[0]))
+                if end == start:
+                    continue
+                chunk_docs = chunk.docs[start:end]
+                chunk_positions = chunk.positions[start:end]
+            else:
+                lo, hi = chunk.ranges(term_ids)
+                present = hi > lo
+                if not present.any():
+                    continue
+                index = _gather_index(lo[present], hi[present])
+                chunk_docs = chunk.docs[index]
+                chunk_positions = chunk.positions[index]
             inside = chunk_docs < doc_mask.size
             inside[inside] = doc_mask[chunk_docs[inside]]
             found_docs.append(chunk_docs[inside])
-            found_positions.append(chunk.positions[index][inside].astype(np.uint32))
+            found_positions.append(chunk_positions[inside].astype(np.uint32))
         if not found_docs:
             return _EMPTY_U32, _EMPTY_U32
         return np.concatenate(found_docs), np.concatenate(found_positions)
