@@ -181,11 +181,11 @@ def test_failed_repair_makes_the_log_refuse_appends(tmp_path: Path) -> None:
     old = written_log(path, 2)
     fs = FaultyFileSystem(fail_errno=errno.EIO, fail_kind="fsync", fail_at=1, sticky=True)
     wal, _ = opened(path, fs=fs)
-    with pytest.raises(StorageError, match="could not be made durable .* may reappear whole"):
+    with pytest.raises(StorageError, match=r"could not be made durable .* may reappear whole"):
         wal.append(payload(7))
     fs.sticky, fs.fail_at = False, None
     fs._failing = False
-    with pytest.raises(StorageError, match="could not be repaired after an earlier failure.*reopen"):
+    with pytest.raises(StorageError, match=r"could not be repaired after an earlier failure.*reopen"):
         wal.append(payload(8))
     # Batch 7 was never acknowledged; like a batch cut by a crash after its fsync, it comes back
     # whole (its bytes reached the file) or not at all — never in part, never batch 8.
