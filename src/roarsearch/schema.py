@@ -149,6 +149,17 @@ def validate_records(records: Any) -> list[dict[str, Any]]:
     Raises :class:`BadRequestError` for the first problem, naming ``records[i]`` and the field;
     nothing is returned (and so nothing is written) when any record is invalid.
     """
+    return validate_and_pack_records(records)[0]
+
+
+#: Values that need no check beyond their type (strings' Unicode is checked by encoding them).
+_PLAIN_KINDS = frozenset((str, bool, type(None)))
+
+
+def validate_and_pack_records(records: Any) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """:func:`validate_records`, also returning each record's msgpack bytes: encoding is how
+    invalid Unicode is found in one C-level pass, and the bytes are what the log and the doc
+    store keep, so a write encodes its records once."""
     if isinstance(records, dict):
         batch = [records]
     elif isinstance(records, (list, tuple)):
@@ -159,6 +170,7 @@ def validate_records(records: Any) -> list[dict[str, Any]]:
         )
     if not batch:
         raise BadRequestError("records: must not be empty", field="records")
+    plain = _PLAIN_KINDS
     for index, record in enumerate(batch):
         where = f"records[{index}]"
         if not isinstance(record, dict):
@@ -167,6 +179,8 @@ def validate_records(records: Any) -> list[dict[str, Any]]:
             raise BadRequestError(f"{where}.id: is required", field="id")
         check_record_id(record["id"], f"{where}.id")
         for key, value in record.items():
+            if type(value) in plain and type(key) is str and key and key != GEO_FIELD:
+                continue  # the common leaf: nothing more to check
             if not isinstance(key, str) or key == "":
                 raise BadRequestError(f"{where}: field names must be non-empty strings, got {key!r}", field="records")
             if key == GEO_FIELD:
@@ -174,12 +188,14 @@ def validate_records(records: Any) -> list[dict[str, Any]]:
                     check_geo_point(value, f"{where}.{GEO_FIELD}")
             elif key != "id":
                 _check_value(value, f"{where}.{key}", 1)
+    packb = msgpack.packb
     try:  # one C-level pass finds invalid Unicode anywhere; only then is the batch walked for where
-        msgpack.packb(batch, use_bin_type=True)
+        packed = [packb(record, use_bin_type=True) for record in batch]
     except UnicodeEncodeError:
         for index, record in enumerate(batch):
             check_strings(record, f"records[{index}]")
-    return batch
+        raise BadRequestError("records: a string is not valid Unicode", field="records") from None
+    return batch, packed
 
 
 def describe_value(value: Any) -> str:

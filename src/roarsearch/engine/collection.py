@@ -28,6 +28,7 @@ from roarsearch.errors import NotFoundError, StorageError
 from roarsearch.facets.counts import numeric_facets, text_facets
 from roarsearch.facets.groups import group_results
 from roarsearch.facets.value_search import search_facet_values
+from roarsearch.index.docstore import pack_records
 from roarsearch.index.geo import whole_metres
 from roarsearch.index.index import Index
 from roarsearch.index.state import index_to_state
@@ -109,11 +110,12 @@ class Collection:
 
     # ------------------------------------------------------------------ writes
 
-    def apply(self, payload: dict[str, Any]) -> Any:
-        """Apply one validated batch to the index (replay and live writes alike)."""
+    def apply(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
+        """Apply one validated batch to the index (replay and live writes alike); ``packed_records``:
+        an add batch's records already msgpack-encoded, if they are."""
         operation = payload["op"]
         if operation == "add":
-            self.index.add_records(payload["records"])
+            self.index.add_records(payload["records"], packed_records)
             return None
         if operation == "delete":
             return self.index.delete_ids(payload["ids"])
@@ -124,18 +126,24 @@ class Collection:
             return None
         raise ValueError(f"unknown batch operation {operation!r}")
 
-    def write(self, payload: dict[str, Any]) -> Any:
-        """Make ``payload`` durable (when on disk), then apply it; searches see it whole or not at all."""
+    def write(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
+        """Make ``payload`` durable (when on disk), then apply it; searches see it whole or not at all.
+        ``packed_records``: an add's records already msgpack-encoded (validation encodes them)."""
         with self.write_mutex:
-            return self._write_locked(payload)
+            return self._write_locked(payload, packed_records)
 
-    def _write_locked(self, payload: dict[str, Any]) -> Any:
+    def _write_locked(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
         if self.dropped:
             raise NotFoundError(f"collection '{self.name}' not found", field="collection")
+        # An add's records are encoded once: the log writes those bytes and the doc store keeps them.
+        packed = packed_records
+        if packed is None and payload["op"] == "add":
+            packed = pack_records(payload["records"])
         if self.store is not None:
-            self.store.log(payload)  # raises StorageError, having changed nothing, when it cannot
+            # Raises StorageError, having changed nothing, when it cannot.
+            self.store.log(payload, None if packed is None else ("records", packed))
         with self.lock.writing():
-            result = self.apply(payload)
+            result = self.apply(payload, packed)
         if self.store is not None and self.store.should_snapshot():
             try:
                 self.take_snapshot()

@@ -31,7 +31,7 @@ from roarsearch.index.state import index_from_state
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import settings_from_dict
-from roarsearch.schema import check_record_id, check_unicode, validate_records
+from roarsearch.schema import check_record_id, check_unicode, validate_and_pack_records
 from roarsearch.storage.fs import FileSystem
 from roarsearch.storage.store import DataDirectory
 
@@ -279,9 +279,9 @@ class Engine:
         index and field; nothing of the batch is applied then.
         """
         check_collection_id(collection, "collectionId")
-        batch = validate_records(records)
+        batch, packed = validate_and_pack_records(records)
         target = self._collection(collection, create=True)
-        target.write({"op": "add", "records": batch})
+        target.write({"op": "add", "records": batch}, packed)
         return {"status": 201}
 
     def delete_records(

@@ -2,8 +2,9 @@
 
 Owns: the mapping between external *record ids* (int or str) and internal *doc ids* (dense
 uint32, assigned in increasing order and never reused), the records themselves stored as msgpack
-bytes packed back to back into one buffer per batch with per-doc offsets (no Python object per
-stored record), and ``alive``: the bitmap of doc ids whose record
+bytes packed back to back and zlib-compressed in parts of :data:`SAVED_PART_DOCS` docs with
+per-doc offsets (no Python object per stored record; a part is inflated the first time one of
+its records is read, and snapshots save the compressed parts as they are), and ``alive``: the bitmap of doc ids whose record
 is current. An upsert retires the old doc id and assigns a new one, so every other structure can
 be append-only and simply intersect with ``alive``. ``alive`` is a ``FrozenBitMap`` replaced whole
 by every write: a reader holding it keeps a consistent set, and an identity or equality check on
@@ -30,10 +31,17 @@ from roarsearch.index.bitmaps import bitmap_from_array
 
 RecordId = int | str
 
-#: Saved payloads are zlib-compressed (fast level) in parts of this many docs; a loaded part is
-#: decompressed the first time one of its records is read, so opening inflates nothing.
+#: Stored payloads are zlib-compressed (fast level) in parts of this many docs, when added; a
+#: part is decompressed the first time one of its records is read, so neither holding records
+#: nor opening a snapshot inflates anything.
 SAVED_PART_DOCS = 128
 SAVED_LEVEL = 1
+
+
+def pack_records(records: list[dict[str, Any]]) -> list[bytes]:
+    """Each record's msgpack bytes: what the doc store keeps, and (joined) what the log writes."""
+    packb = msgpack.packb
+    return [packb(record, use_bin_type=True) for record in records]
 
 
 def _raw(array: np.ndarray) -> memoryview:
@@ -54,7 +62,7 @@ class DocStore:
         # ``_buffers[i][offsets[k]:offsets[k + 1]]`` with ``offsets = _offsets[i]``. Retired docs'
         # bytes stay until the next snapshot, which leaves them out.
         self._buffers: list[bytes | None] = []  # None: still compressed in ``_packed``
-        self._packed: list[bytes | None] = []  # a loaded part as saved (None: added since)
+        self._packed: list[bytes | memoryview | None] = []  # compressed (None: inflated since)
         self._offsets: list[np.ndarray] = []
         self._firsts: list[int] = []
         self._inflate = threading.Lock()
@@ -72,17 +80,24 @@ class DocStore:
     def next_doc(self) -> int:
         return len(self.record_ids)
 
-    def add(self, records: list[dict[str, Any]]) -> tuple[np.ndarray, AbstractBitMap]:
+    def add(self, records: list[dict[str, Any]],
+            payloads: list[bytes] | None = None) -> tuple[np.ndarray, AbstractBitMap]:
         """Store ``records`` under new doc ids; returns (new doc ids, doc ids they replaced).
+        ``payloads``: the records already packed by :func:`pack_records`, if they were.
 
         Within one batch a repeated id keeps its last record, as sequential upserts would.
         """
-        packb = msgpack.packb
         start = len(self.record_ids)
         self.record_ids.extend(record["id"] for record in records)
-        payloads = [packb(record, use_bin_type=True) for record in records]
-        self._append_buffer(start, b"".join(payloads),
-                            np.fromiter(map(len, payloads), dtype=np.uint64, count=len(payloads)))
+        if payloads is None:
+            payloads = pack_records(records)
+        lengths = np.fromiter(map(len, payloads), dtype=np.uint64, count=len(payloads))
+        compress = zlib.compress
+        join = b"".join
+        for first in range(0, len(payloads), SAVED_PART_DOCS):
+            last = min(first + SAVED_PART_DOCS, len(payloads))
+            self._append_buffer(start + first, None, lengths[first:last],
+                                compress(join(payloads[first:last]), SAVED_LEVEL))
         replaced_docs: list[int] = []
         doc_of = self.doc_of
         for offset, record in enumerate(records):
@@ -131,7 +146,8 @@ class DocStore:
         self.alive = FrozenBitMap(self.alive - docs)
         return len(docs)
 
-    def _append_buffer(self, first: int, buffer: bytes | None, lengths: np.ndarray, packed: bytes | None = None) -> None:
+    def _append_buffer(self, first: int, buffer: bytes | None, lengths: np.ndarray,
+                       packed: bytes | memoryview | None = None) -> None:
         offsets = np.zeros(lengths.size + 1, dtype=np.uint64)
         np.cumsum(lengths, out=offsets[1:])
         self._buffers.append(buffer)
@@ -190,6 +206,33 @@ class DocStore:
                 parts.append({"first": first + start, "lengths": _raw(piece_lengths.astype(np.uint32)),
                               "data": zlib.compress(piece, SAVED_LEVEL)})
         return parts
+
+    def payload_block_to_state(self) -> dict[str, Any]:
+        """:meth:`payloads_to_state` as one block: the parts' compressed bytes back to back in
+        ``data`` (one large value, which a snapshot maps rather than copies), with per part its
+        ``first`` doc, doc ``count`` and byte ``size``, and every doc's ``lengths``."""
+        parts = self.payloads_to_state()
+        counts = [len(part["lengths"]) // 4 for part in parts]
+        return {"first": _raw(np.asarray([part["first"] for part in parts], dtype=np.uint32)),
+                "count": _raw(np.asarray(counts, dtype=np.uint32)),
+                "size": _raw(np.asarray([len(part["data"]) for part in parts], dtype=np.uint64)),
+                "lengths": b"".join(part["lengths"] for part in parts),
+                "data": b"".join(part["data"] for part in parts)}
+
+    def payload_block_from_state(self, block: dict[str, Any]) -> None:
+        """Parts saved by :meth:`payload_block_to_state`, kept as views of ``data`` (compressed)."""
+        firsts = np.frombuffer(block["first"], dtype=np.uint32).tolist()
+        counts = np.frombuffer(block["count"], dtype=np.uint32)
+        sizes = np.frombuffer(block["size"], dtype=np.uint64).astype(np.int64)
+        lengths = np.frombuffer(block["lengths"], dtype=np.uint32).astype(np.uint64)
+        data = memoryview(block["data"])
+        byte_ends = np.cumsum(sizes).tolist()
+        doc_ends = np.cumsum(counts.astype(np.int64)).tolist()
+        self._buffers, self._packed, self._offsets, self._firsts = [], [], [], []
+        byte_start = doc_start = 0
+        for first, byte_end, doc_end in zip(firsts, byte_ends, doc_ends):
+            self._append_buffer(first, None, lengths[doc_start:doc_end], data[byte_start:byte_end])
+            byte_start, doc_start = byte_end, doc_end
 
     def payloads_from_state(self, parts: list[dict[str, Any]]) -> None:
         """Keep saved parts compressed; each is inflated when one of its records is first read."""

@@ -70,8 +70,9 @@ class Index:
 
     # ------------------------------------------------------------------ writes (see index.writer)
 
-    def add_records(self, records: list[dict[str, Any]]) -> None:
-        writer.add_records(self, records)
+    def add_records(self, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> None:
+        """``payloads``: the records already encoded by :func:`~roarsearch.index.docstore.pack_records`."""
+        writer.add_records(self, records, payloads)
 
     def delete_ids(self, record_ids: list[RecordId]) -> list[bool]:
         return writer.delete_ids(self, record_ids)

@@ -1,17 +1,22 @@
 """Inverted postings and token positions, per field.
 
-Owns: for each field, every token as (term, doc, position) uint32 triples sorted by term (a
-positional inverted index in three numpy arrays), and the (field, term id) → ``AbstractBitMap``
-postings derived from them on demand.
+Owns: for each field, every token as (doc, position) pairs grouped by term — a positional
+inverted index in compressed-sparse-row form: per chunk, the distinct term ids (sorted), the
+offset where each term's tokens start, and two token columns, docs (uint32) and positions
+(uint16 while they fit, else uint32) — plus the (field, term id) → ``AbstractBitMap`` postings
+derived from them on demand.
 
 Ingest cost is a few numpy calls per batch: the batch's tokens are sorted by term once (a
-stable sort, so docs stay ascending within a term) and appended as one chunk; chunks are merged
-when there are more than :data:`MAX_TOKEN_CHUNKS`, so that the occurrences of a query's terms are
-a few binary searches and slices whatever the size of the field. No per-term object is made at
-write time: a term's bitmap is built from its slices the first time a query asks for it and kept
-(in ``terms``) until a write adds docs to that term; a union of many terms (prefixes, wide typo
-expansions) is one gather and one bitmap build. Docs retired by deletes or upserts stay in the
-token arrays; every reader intersects with the alive docs or a universe derived from them.
+stable sort, so docs stay ascending within a term) and appended as one chunk. Chunks are merged
+in tiers (the newest two whenever the older is at most :data:`MERGE_RATIO` times the newer), so
+there are O(log n) chunks and each token is rewritten a few times in all, not once per batch; a
+merge is a scatter into place (terms of the later chunk go after those of the earlier one, as
+chunks are in doc order), done in slabs so that its temporary index arrays stay small. No
+per-term object is made at write time: a term's bitmap is built from its slices the first time
+a query asks for it and kept (in ``terms``) until a write adds docs to that term; a union of
+many terms (prefixes, wide typo expansions) is one gather and one bitmap build. Docs retired by
+deletes or upserts stay in the token arrays; every reader intersects with the alive docs or a
+universe derived from them.
 """
 
 from __future__ import annotations
@@ -23,10 +28,13 @@ from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, union_all
 
-#: Term-sorted token chunks are merged into one when there are more than this many, so that a
-#: lookup costs a few binary searches however many batches were written.
-MAX_TOKEN_CHUNKS = 8
-
+#: The newest two chunks are merged while the older holds at most this many times the newer's
+#: tokens: chunk sizes then grow geometrically (O(log n) chunks, each token rewritten a few times).
+MERGE_RATIO = 2
+#: A merge scatters at most this many tokens per step (its temporary index array: 8 bytes each).
+MERGE_SLAB_TOKENS = 1 << 22
+#: Positions are kept as uint16 in chunks whose positions all fit.
+_NARROW_LIMIT = 1 << 16
 
 #: Cached term bitmaps are dropped all at once beyond this many (a full set is only built by
 #: ``all_terms``, for checks).
@@ -37,6 +45,112 @@ MAX_TERMS_PER_TERM_UNION = 8
 _SEARCHED_TERMS = 16
 #: ...when docs × terms × this is below the terms' occurrences (a binary search costs a few steps).
 _SEARCH_COST = 16
+
+_EMPTY_U32 = np.empty(0, dtype=np.uint32)
+
+
+def _narrow_positions(positions: np.ndarray) -> np.ndarray:
+    if positions.size and int(positions.max()) >= _NARROW_LIMIT:
+        return positions.astype(np.uint32, copy=False)
+    return positions.astype(np.uint16)
+
+
+class _Chunk:
+    """Tokens of a run of batches, grouped by term: term ``terms[i]`` owns tokens
+    ``starts[i]:starts[i + 1]`` of ``docs`` and ``positions`` (docs ascending within a term)."""
+
+    __slots__ = ("terms", "starts", "docs", "positions")
+
+    def __init__(self, terms: np.ndarray, starts: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
+        self.terms = terms
+        self.starts = starts
+        self.docs = docs
+        self.positions = positions
+
+    @classmethod
+    def from_sorted(cls, sorted_terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> _Chunk:
+        """A chunk from one term id per token (term-sorted)."""
+        if not sorted_terms.size:
+            return cls(_EMPTY_U32, np.zeros(1, dtype=np.int64), _EMPTY_U32, np.empty(0, dtype=np.uint16))
+        boundaries = np.flatnonzero(sorted_terms[1:] != sorted_terms[:-1]) + 1
+        starts = np.concatenate(([0], boundaries, [sorted_terms.size])).astype(np.int64)
+        return cls(sorted_terms[starts[:-1]].astype(np.uint32), starts, docs.astype(np.uint32, copy=False),
+                   _narrow_positions(positions))
+
+    @property
+    def size(self) -> int:
+        return int(self.docs.size)
+
+    def ranges(self, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) token offsets of each of ``term_ids`` here (empty ranges for absent terms)."""
+        terms = self.terms
+        if not terms.size:
+            empty = np.zeros(term_ids.size, dtype=np.int64)
+            return empty, empty
+        slot = np.searchsorted(terms, term_ids)
+        np.minimum(slot, terms.size - 1, out=slot)
+        lo = self.starts[slot]
+        hi = self.starts[slot + 1]
+        absent = terms[slot] != term_ids
+        if absent.any():
+            hi[absent] = lo[absent]
+        return lo, hi
+
+    def range_of(self, term: int) -> tuple[int, int]:
+        """(start, end) token offsets of one term here ((0, 0) when absent)."""
+        terms = self.terms
+        slot = int(terms.searchsorted(term))
+        if slot < terms.size and int(terms[slot]) == term:
+            return int(self.starts[slot]), int(self.starts[slot + 1])
+        return 0, 0
+
+    def token_terms(self) -> np.ndarray:
+        """One term id per token."""
+        terms: np.ndarray = np.repeat(self.terms, np.diff(self.starts))
+        return terms
+
+
+def _gather_index(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Offsets ``lo[0]:hi[0]``, ``lo[1]:hi[1]``, … as one array."""
+    lengths = hi - lo
+    total = int(lengths.sum())
+    index: np.ndarray = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+    return index
+
+
+def merge_chunks(chunks: list[_Chunk]) -> _Chunk:
+    """One chunk holding the tokens of ``chunks`` (given in doc order): for each term, the tokens
+    of the first chunk, then those of the second, … — which keeps docs ascending within a term."""
+    terms = np.unique(np.concatenate([chunk.terms for chunk in chunks]))
+    counts = np.zeros(terms.size, dtype=np.int64)
+    slots = []
+    for chunk in chunks:
+        slot = np.searchsorted(terms, chunk.terms)
+        slots.append(slot)
+        counts[slot] += np.diff(chunk.starts)
+    starts = np.zeros(terms.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    total = int(starts[-1])
+    wide = any(chunk.positions.dtype == np.uint32 for chunk in chunks)
+    docs = np.empty(total, dtype=np.uint32)
+    positions = np.empty(total, dtype=np.uint32 if wide else np.uint16)
+    filled = starts[:-1].copy()  # where each term's next tokens go
+    for chunk, slot in zip(chunks, slots):
+        lengths = np.diff(chunk.starts)
+        destination = filled[slot]
+        filled[slot] += lengths
+        # Slabs of whole terms, so that the index array below stays small.
+        bounds = np.searchsorted(chunk.starts, np.arange(0, chunk.size, MERGE_SLAB_TOKENS), side="right") - 1
+        bounds = np.unique(np.append(bounds, chunk.terms.size))
+        for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            token_lo, token_hi = int(chunk.starts[first]), int(chunk.starts[last])
+            if token_hi == token_lo:
+                continue
+            shift = destination[first:last] - chunk.starts[first:last]
+            index = np.arange(token_lo, token_hi, dtype=np.int64) + np.repeat(shift, lengths[first:last])
+            docs[index] = chunk.docs[token_lo:token_hi]
+            positions[index] = chunk.positions[token_lo:token_hi]
+    return _Chunk(terms.astype(np.uint32), starts, docs, positions)
 
 
 class FieldPostings:
@@ -50,8 +164,7 @@ class FieldPostings:
         #: Term bitmaps built so far (a cache over the token chunks, kept current by ``add``).
         self.terms: dict[int, AbstractBitMap] = {}
         self.docs = BitMap()  # docs having at least one token in this field
-        # Each chunk: (terms, docs, positions), sorted by term, then doc, then position.
-        self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._chunks: list[_Chunk] = []
         #: Terms looked up and found in no chunk (a query word absent from this field): not looked
         #: up again until the next ``add``, which forgets them all.
         self._absent: set[int] = set()
@@ -62,53 +175,43 @@ class FieldPostings:
             return
         # One stable sort by term groups the batch; docs stay ascending within a term.
         order = np.argsort(terms, kind="stable")
-        sorted_terms = terms[order].astype(np.uint32)
-        sorted_docs = docs[order].astype(np.uint32)
-        sorted_positions = positions[order].astype(np.uint32)
+        chunk = _Chunk.from_sorted(terms[order], docs[order], positions[order])
         with self._lock:
             self._absent = set()
             if self.terms:
-                self._update_cached(sorted_terms, sorted_docs)
+                self._update_cached(chunk)
             self.docs |= bitmap_from_array(docs)
-            self._chunks.append((sorted_terms, sorted_docs, sorted_positions))
-            if len(self._chunks) > MAX_TOKEN_CHUNKS:
-                self._merge_chunks()
+            chunks = self._chunks + [chunk]
+            while len(chunks) > 1 and chunks[-2].size <= MERGE_RATIO * chunks[-1].size:
+                chunks[-2:] = [merge_chunks(chunks[-2:])]
+            self._chunks = chunks  # replaced whole: a reader's list(...) stays consistent
 
-    def _update_cached(self, sorted_terms: np.ndarray, sorted_docs: np.ndarray) -> None:
+    def _update_cached(self, chunk: _Chunk) -> None:
         """Add a new chunk's docs to the cached bitmaps of its terms (or forget a large cache)."""
         if len(self.terms) > MAX_CACHED_TERMS:
             self.terms = {}
             return
         cached = np.fromiter(self.terms, dtype=np.uint32, count=len(self.terms))
-        lo = np.searchsorted(sorted_terms, cached, side="left")
-        hi = np.searchsorted(sorted_terms, cached, side="right")
+        lo, hi = chunk.ranges(cached)
         hit = hi > lo
         for term, start, end in zip(cached[hit].tolist(), lo[hit].tolist(), hi[hit].tolist()):
             bitmap = self.terms[term]
-            self.terms[term] = BitMap(bitmap) | bitmap_from_array(sorted_docs[start:end])
-
-    def _merge_chunks(self) -> None:
-        terms, docs, positions = (np.concatenate(parts) for parts in zip(*self._chunks))
-        # Chunks are in doc order, so a stable sort by term keeps docs ascending within a term.
-        order = np.argsort(terms, kind="stable")
-        self._chunks = [(terms[order], docs[order], positions[order])]
+            self.terms[term] = BitMap(bitmap) | bitmap_from_array(chunk.docs[start:end])
 
     def _gather_docs(self, term_ids: np.ndarray) -> np.ndarray:
         """Docs of every token of ``term_ids`` (sorted, unique), duplicates included."""
         parts: list[np.ndarray] = []
-        for terms, docs, _positions in list(self._chunks):
-            lo = np.searchsorted(terms, term_ids, side="left")
-            hi = np.searchsorted(terms, term_ids, side="right")
+        for chunk in list(self._chunks):
             if term_ids.size == 1:
-                if hi[0] > lo[0]:
-                    parts.append(docs[int(lo[0]):int(hi[0])])
+                start, end = chunk.range_of(int(term_ids[0]))
+                if end > start:
+                    parts.append(chunk.docs[start:end])
                 continue
-            lengths = hi - lo
-            total = int(lengths.sum())
-            if total:
-                parts.append(docs[np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)])
+            lo, hi = chunk.ranges(term_ids)
+            if int((hi - lo).sum()):
+                parts.append(chunk.docs[_gather_index(lo, hi)])
         if not parts:
-            return np.empty(0, dtype=np.uint32)
+            return _EMPTY_U32
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def bitmap(self, term_ids: list[int]) -> AbstractBitMap:
@@ -145,44 +248,45 @@ class FieldPostings:
     def all_terms(self) -> dict[int, AbstractBitMap]:
         """Every term's bitmap (checks); kept as the cache, so what a check sees is what queries read."""
         with self._lock:
-            terms, docs, _positions = self.token_arrays()
-            if terms.size:
-                starts = np.concatenate(([0], np.flatnonzero(np.diff(terms)) + 1))
-                ends = np.concatenate((starts[1:], [terms.size]))
-                cache = self.terms
-                for term, start, end in zip(terms[starts].tolist(), starts.tolist(), ends.tolist()):
-                    if term not in cache:
-                        cache[term] = bitmap_from_array(docs[start:end])
+            chunk = self._merged()
+            cache = self.terms
+            for term, start, end in zip(chunk.terms.tolist(), chunk.starts[:-1].tolist(), chunk.starts[1:].tolist()):
+                if term not in cache:
+                    cache[term] = bitmap_from_array(chunk.docs[start:end])
             return self.terms
 
     def occurrences(self, term_ids: np.ndarray, doc_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in docs where
-        ``doc_mask[doc]`` is true — cost follows the occurrences of those terms, not the field."""
+        ``doc_mask[doc]`` is true — cost follows the occurrences of those terms, not the field.
+        Positions are uint32."""
         found_docs: list[np.ndarray] = []
         found_positions: list[np.ndarray] = []
-        for terms, docs, positions in list(self._chunks):
-            lo = np.searchsorted(terms, term_ids, side="left")
-            hi = np.searchsorted(terms, term_ids, side="right")
-            lengths = hi - lo
-            present = lengths > 0
-            if not present.any():
-                continue
-            lo, lengths = lo[present], lengths[present]
-            total = int(lengths.sum())
-            index = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
-            chunk_docs = docs[index]
+        for chunk in list(self._chunks):
+            if term_ids.size == 1:  # one term: its tokens are one slice
+                start, end = chunk.range_of(int(term_ids[0]))
+                if end == start:
+                    continue
+                chunk_docs = chunk.docs[start:end]
+                chunk_positions = chunk.positions[start:end]
+            else:
+                lo, hi = chunk.ranges(term_ids)
+                present = hi > lo
+                if not present.any():
+                    continue
+                index = _gather_index(lo[present], hi[present])
+                chunk_docs = chunk.docs[index]
+                chunk_positions = chunk.positions[index]
             inside = chunk_docs < doc_mask.size
             inside[inside] = doc_mask[chunk_docs[inside]]
             found_docs.append(chunk_docs[inside])
-            found_positions.append(positions[index][inside])
+            found_positions.append(chunk_positions[inside].astype(np.uint32))
         if not found_docs:
-            empty = np.empty(0, dtype=np.uint32)
-            return empty, empty
+            return _EMPTY_U32, _EMPTY_U32
         return np.concatenate(found_docs), np.concatenate(found_positions)
 
     def occurrences_in(self, term_ids: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in ``docs``
-        (sorted, unique doc ids), in no particular order.
+        (sorted, unique doc ids), in no particular order; positions are uint32.
 
         A few docs holding common terms (a multi-word query's matches) are looked up by binary
         search inside each term's doc-sorted slice, so cost follows ``docs`` × terms rather than
@@ -194,16 +298,15 @@ class FieldPostings:
             empty = np.empty(0, dtype=np.uint32)
             return empty, empty
         mask: np.ndarray | None = None
-        for terms, chunk_docs, positions in list(self._chunks):
+        for chunk in list(self._chunks):
+            chunk_docs, positions = chunk.docs, chunk.positions
             if term_ids.size == 1:  # the common case, in scalar steps (each numpy call costs microseconds)
-                first = int(terms.searchsorted(term_ids[0], side="left"))
-                last = int(terms.searchsorted(term_ids[0], side="right"))
+                first, last = chunk.range_of(int(term_ids[0]))
                 if last == first:
                     continue
                 lo, hi, total = np.asarray([first]), np.asarray([last]), last - first
             else:
-                lo = np.searchsorted(terms, term_ids, side="left")
-                hi = np.searchsorted(terms, term_ids, side="right")
+                lo, hi = chunk.ranges(term_ids)
                 present = hi > lo
                 if not present.any():
                     continue
@@ -249,19 +352,45 @@ class FieldPostings:
             empty = np.empty(0, dtype=np.uint32)
             return empty, empty
         if len(found_docs) == 1:
-            return found_docs[0], found_positions[0]
-        return np.concatenate(found_docs), np.concatenate(found_positions)
+            return found_docs[0], found_positions[0].astype(np.uint32, copy=False)
+        return np.concatenate(found_docs), np.concatenate(found_positions).astype(np.uint32, copy=False)
 
-    def token_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(terms, docs, positions) of every token, term-sorted (merging the chunks)."""
-        if not self._chunks:
-            empty = np.empty(0, dtype=np.uint32)
-            return empty, empty, empty
+    def _merged(self) -> _Chunk:
+        """All tokens as one chunk (merging the chunks into one)."""
         with self._lock:
+            if not self._chunks:
+                return _Chunk.from_sorted(_EMPTY_U32, _EMPTY_U32, _EMPTY_U32)
             if len(self._chunks) > 1:
-                self._merge_chunks()
+                self._chunks = [merge_chunks(self._chunks)]
             return self._chunks[0]
 
+    def csr_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(distinct term ids, token count per term, docs, positions) of every token, term-sorted
+        (merging the chunks); positions are uint16 or uint32."""
+        chunk = self._merged()
+        return chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.docs, chunk.positions
+
+    def chunk_arrays(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """:meth:`csr_arrays` of each chunk as it is (saving them merges nothing)."""
+        return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.docs, chunk.positions)
+                for chunk in list(self._chunks)]
+
+    def load_chunk_arrays(self, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """Chunks saved by :meth:`chunk_arrays`, in the same (doc) order."""
+        loaded = []
+        for terms, counts, docs, positions in chunks:
+            if docs.size:
+                starts = np.zeros(terms.size + 1, dtype=np.int64)
+                np.cumsum(counts, out=starts[1:])
+                loaded.append(_Chunk(terms.astype(np.uint32, copy=False), starts, docs, positions))
+        self._chunks = loaded
+        self._absent = set()
+
+    def token_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(terms, docs, positions) of every token, term-sorted (merging the chunks); uint32 each."""
+        chunk = self._merged()
+        return chunk.token_terms(), chunk.docs, chunk.positions.astype(np.uint32)
+
     def load_token_arrays(self, terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
-        self._chunks = [(terms, docs, positions)] if terms.size else []
+        self._chunks = [_Chunk.from_sorted(terms, docs, positions)] if terms.size else []
         self._absent = set()

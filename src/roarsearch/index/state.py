@@ -53,14 +53,15 @@ def index_to_state(index: Index) -> dict[str, Any]:
     docstore = index.docs
     postings_state: dict[str, Any] = {}
     for path, postings in index.postings.items():
-        token_terms, token_docs, token_positions = postings.token_arrays()
-        # Tokens are term-sorted: the term column is saved as its distinct terms and run lengths.
-        starts = np.concatenate(([0], np.flatnonzero(np.diff(token_terms)) + 1)) if token_terms.size else np.empty(0, np.int64)
-        counts = np.diff(np.append(starts, token_terms.size)).astype(np.uint32)
+        # Per chunk, tokens grouped by term: distinct terms with their run lengths, then each
+        # token's doc and position (positions as 2-byte integers when every one fits). Chunks are
+        # saved as they are: a snapshot merges nothing.
         postings_state[path] = {
-            "term_ids": _bytes(token_terms[starts].astype(np.uint32)), "term_counts": _bytes(counts),
             "field_docs": postings.docs.serialize(),
-            "token_docs": _bytes(token_docs), "token_positions": _bytes(token_positions),
+            "chunks": [{"term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts),
+                        "token_docs": _bytes(token_docs), "token_positions": _bytes(token_positions),
+                        "position_bytes": token_positions.dtype.itemsize}
+                       for term_ids, term_counts, token_docs, token_positions in postings.chunk_arrays()],
         }
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
@@ -69,17 +70,20 @@ def index_to_state(index: Index) -> dict[str, Any]:
         if columns.numeric is not None:
             docs, values = columns.numeric.pairs()
             state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
-                                "min": _bytes(columns.numeric.minimum.data), "max": _bytes(columns.numeric.maximum.data),
-                                "first": _bytes(columns.numeric.first.data),
-                                "order": _bytes(columns.numeric.sort_order())}
+                                "order": _bytes(columns.numeric.sort_order()), "slots": columns.numeric.minimum.data.size,
+                                "doc_bitmap": columns.numeric.docs.serialize()}
+            if columns.numeric.multi_valued:  # otherwise a doc's min, max and first are its value
+                state["numeric"].update({"min": _bytes(columns.numeric.minimum.data),
+                                         "max": _bytes(columns.numeric.maximum.data),
+                                         "first": _bytes(columns.numeric.first.data)})
         if columns.values is not None:
             docs, value_ids = columns.values.pairs()
             state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
-                               "first": _bytes(columns.values.first.data)}
+                               "first": _bytes(columns.values.first.data), "doc_bitmap": columns.values.docs.serialize()}
         columns_state[path] = state
     return {
         "version": INDEX_STATE_VERSION,
-        "docs": {"record_ids": docstore.record_ids, "payload_parts": docstore.payloads_to_state(),
+        "docs": {"record_ids": docstore.record_ids, "payload_block": docstore.payload_block_to_state(),
                  "alive": docstore.alive.serialize(), "ids_in_doc_order": docstore.ids_in_doc_order,
                  "last_id": None if docstore._last_id_key is None else docstore._last_id_key[1]},
         "lexicon": index.lexicon.to_state(),
@@ -92,6 +96,13 @@ def index_to_state(index: Index) -> dict[str, Any]:
     }
 
 
+def _token_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    position_type = np.uint16 if saved.get("position_bytes") == 2 else np.uint32
+    return (np.frombuffer(saved["term_ids"], dtype=np.uint32), np.frombuffer(saved["term_counts"], dtype=np.uint32),
+            np.frombuffer(saved["token_docs"], dtype=np.uint32),
+            np.frombuffer(saved["token_positions"], dtype=position_type))
+
+
 def index_from_state(state: dict[str, Any]) -> Index:
     """Rebuild an :class:`Index` from :func:`index_to_state` output without re-analysing records."""
     if state.get("version") not in READABLE_STATE_VERSIONS:
@@ -100,7 +111,9 @@ def index_from_state(state: dict[str, Any]) -> Index:
     docs_state = state["docs"]
     docstore = index.docs
     docstore.record_ids = list(docs_state["record_ids"])
-    if "payload_parts" in docs_state:
+    if "payload_block" in docs_state:
+        docstore.payload_block_from_state(docs_state["payload_block"])
+    elif "payload_parts" in docs_state:
         docstore.payloads_from_state(docs_state["payload_parts"])
     else:  # version 1: one msgpack bytes object per doc
         docstore.payloads_from_list(list(docs_state["payloads"]))
@@ -120,13 +133,15 @@ def index_from_state(state: dict[str, Any]) -> Index:
     for path, saved in state["postings"].items():
         postings = FieldPostings()
         postings.docs = BitMap.deserialize(saved["field_docs"])
-        if "term_counts" in saved:
-            token_terms = np.repeat(np.frombuffer(saved["term_ids"], dtype=np.uint32),
-                                    np.frombuffer(saved["term_counts"], dtype=np.uint32))
+        # Views over the loaded buffers, not copies: token arrays are never written in place.
+        if "chunks" in saved:
+            postings.load_chunk_arrays([_token_chunk(chunk) for chunk in saved["chunks"]])
+        elif "term_counts" in saved:  # one chunk (snapshots of early version 2)
+            postings.load_chunk_arrays([_token_chunk(saved)])
         else:  # version 1: one term id per token (its per-term bitmaps are not needed)
-            token_terms = _array(saved["token_terms"], np.uint32)
-        postings.load_token_arrays(token_terms, _array(saved["token_docs"], np.uint32),
-                                   _array(saved["token_positions"], np.uint32))
+            postings.load_token_arrays(np.frombuffer(saved["token_terms"], dtype=np.uint32),
+                                       np.frombuffer(saved["token_docs"], dtype=np.uint32),
+                                       np.frombuffer(saved["token_positions"], dtype=np.uint32))
         index.postings[path] = postings
     for path, saved in state["columns"].items():
         columns = FieldColumns(path, index.cache)
@@ -137,14 +152,21 @@ def index_from_state(state: dict[str, Any]) -> Index:
             numeric = NumericColumn()
             docs = _array(saved["numeric"]["docs"], np.uint32)
             numeric._docs, numeric._values = [docs], [_array(saved["numeric"]["values"], np.float64)]
-            numeric.minimum.data = _array(saved["numeric"]["min"], np.float64)
-            numeric.maximum.data = _array(saved["numeric"]["max"], np.float64)
-            # Older snapshots lack the first number per doc: the smallest is the best stand-in.
-            numeric.first.data = _array(saved["numeric"].get("first", saved["numeric"]["min"]), np.float64)
-            numeric.docs = bitmap_from_array(docs)
             # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
             # several values has adjacent pairs.
             numeric.multi_valued = bool(docs.size > 1 and (docs[1:] == docs[:-1]).any())
+            if "min" in saved["numeric"]:
+                numeric.minimum.data = _array(saved["numeric"]["min"], np.float64)
+                numeric.maximum.data = _array(saved["numeric"]["max"], np.float64)
+                # Older snapshots lack the first number per doc: the smallest is the best stand-in.
+                numeric.first.data = _array(saved["numeric"].get("first", saved["numeric"]["min"]), np.float64)
+            else:  # single-valued: each doc's min, max and first are its one value
+                per_doc = np.full(int(saved["numeric"]["slots"]), np.nan)
+                per_doc[docs] = numeric._values[0]
+                numeric.minimum.data, numeric.maximum.data, numeric.first.data = per_doc, per_doc.copy(), per_doc.copy()
+            # The doc set as saved (older snapshots: from the pairs): deserialising is a copy, not a build.
+            numeric.docs = (BitMap.deserialize(saved["numeric"]["doc_bitmap"]) if "doc_bitmap" in saved["numeric"]
+                            else bitmap_from_array(docs))
             if "order" in saved["numeric"]:  # older snapshots: sorted on first use
                 numeric.load_order(_array(saved["numeric"]["order"], np.uint32))
             columns.numeric = numeric
@@ -155,7 +177,8 @@ def index_from_state(state: dict[str, Any]) -> Index:
             docs = _array(saved["values"]["docs"], np.uint32)
             values._docs, values._vids = [docs], [_array(saved["values"]["vids"], np.uint32)]
             values.first.data = _array(saved["values"]["first"], np.int64)
-            values.docs = bitmap_from_array(docs)
+            values.docs = (BitMap.deserialize(saved["values"]["doc_bitmap"]) if "doc_bitmap" in saved["values"]
+                           else bitmap_from_array(docs))
             columns.values = values
         index.columns[path] = columns
     if "geo" in state:

@@ -12,13 +12,16 @@ The only per-record Python work is walking each record's leaves once.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Collection
+from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
+from pyroaring import AbstractBitMap, FrozenBitMap
 
 from roarsearch.analysis.analyzer import analyze_batch
+from roarsearch.index.bitmaps import bitmap_from_array
 from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldColumns
 from roarsearch.index.docstore import RecordId
 from roarsearch.index.geo import extract_points
@@ -46,14 +49,16 @@ class _BatchFields:
         #: are collected.
         self.keep_values = keep_values
         self.has_bool = False
-        self.text_docs: list[int] = []
-        self.text_positions: list[int] = []
+        # Lists while leaves are collected record by record; numpy arrays (docs, positions,
+        # numbers) or lists (strings) when a field is taken whole by ``_collect_columns``.
+        self.text_docs: Any = []
+        self.text_positions: Any = []
         self.texts: list[str] = []
-        self.number_docs: list[int] = []
-        self.numbers: list[float] = []
-        self.value_docs: list[int] = []
+        self.number_docs: Any = []
+        self.numbers: Any = []
+        self.value_docs: Any = []
         self.value_keys: list[Any] = []
-        self.present: list[int] = []
+        self.present: Any = []
 
 
 class _ValuePolicy:
@@ -165,20 +170,132 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
         _add_leaf(fields, path, doc, element, value, first_texts)
 
 
-def add_records(index: Index, records: list[dict[str, Any]]) -> None:
-    """Insert or replace validated records (the last of repeated ids wins)."""
-    new_docs, _replaced = index.docs.add(records)
-    by_field: dict[str, _BatchFields] = {}
-    first_texts: list[str] = []
+def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> None:
+    """Insert or replace validated records (the last of repeated ids wins); ``payloads``: the
+    records already encoded, if they are."""
+    new_docs, _replaced = index.docs.add(records, payloads)
     value_fields = _ValuePolicy(index)
-    for doc, record in zip(new_docs.tolist(), records):
-        if not _collect_flat(doc, record, by_field, first_texts, value_fields):
-            _collect_nested(doc, record, by_field, first_texts, value_fields)
+    collected = _collect_columns(records, new_docs, value_fields)
+    if collected is None:
+        by_field: dict[str, _BatchFields] = {}
+        first_texts: list[str] = []
+        for doc, record in zip(new_docs.tolist(), records):
+            if not _collect_flat(doc, record, by_field, first_texts, value_fields):
+                _collect_nested(doc, record, by_field, first_texts, value_fields)
+    else:
+        by_field, first_texts = collected
     for path, fields in by_field.items():
         _add_field(index, path, fields)
     _add_points(index, records, new_docs, by_field)
     index.note_text_fields(first_texts)
     index.advance_generation()
+
+
+_SCALAR_TEXT = frozenset((str, type(None)))
+_SCALAR_NUMBER = frozenset((int, float, type(None)))
+_LIST_OR_NONE = frozenset((list, type(None)))
+_TEXT_ONLY = frozenset((str,))
+_FLAT_KINDS = frozenset((str, int, float, bool, list, type(None)))
+
+
+def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
+                     value_fields: _ValuePolicy) -> tuple[dict[str, _BatchFields], list[str]] | None:
+    """The leaves of a batch of flat records (top-level scalars and arrays of scalars, the common
+    shape) collected field by field, a few C-level passes per field and none per record; None,
+    having collected nothing, when some record has another shape (then the caller walks records).
+
+    A field whose values are all strings (or all numbers) is taken whole; any other field (arrays,
+    mixed kinds) is walked value by value, still in doc order.
+    """
+    kinds = set(chain.from_iterable(map(type, record.values()) for record in records))
+    if not kinds <= _FLAT_KINDS:
+        return None
+    keys = list(dict.fromkeys(chain.from_iterable(records)))
+    if list in kinds:
+        for key in keys:
+            for value in map(dict.get, records, repeat(key)):
+                if type(value) is list and any(type(element) in (dict, list) for element in value):
+                    return None
+    count = len(records)
+    docs = new_docs
+    by_field: dict[str, _BatchFields] = {}
+    first_text_at: list[tuple[int, int, str]] = []  # (record, key position, field): the order of ``*``
+    for key in keys:
+        if key == "id":
+            continue
+        values = list(map(dict.get, records, repeat(key)))
+        types = list(map(type, values))
+        field_kinds = set(types)
+        fields = by_field[key] = _BatchFields(value_fields.keeps(key))
+        if field_kinds <= _SCALAR_TEXT:
+            held = np.fromiter(map(operator.is_, types, repeat(str)), dtype=bool, count=count)
+            if not held.any():
+                del by_field[key]
+                continue
+            texts: list[str] = values if held.all() else list(compress(values, held))  # type: ignore[assignment,arg-type]
+            held_docs = docs[held]
+            fields.present = held_docs
+            fields.text_docs = held_docs
+            fields.text_positions = np.zeros(held_docs.size, dtype=np.int64)
+            fields.texts = texts
+            if fields.keep_values:
+                short = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) <= MAX_VALUE_LENGTH
+                fields.value_docs = held_docs[short]
+                fields.value_keys = texts if short.all() else list(compress(texts, short))
+            first_text_at.append((int(np.argmax(held)), 0, key))
+            continue
+        if field_kinds <= _SCALAR_NUMBER:  # bool is not int here: its type is bool
+            held = np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=count)
+            fields.present = fields.number_docs = docs[held]
+            fields.numbers = np.asarray(values if held.all() else list(compress(values, held)), dtype=np.float64)
+            continue
+        if field_kinds <= _LIST_OR_NONE:
+            held = np.fromiter(map(operator.is_, types, repeat(list)), dtype=bool, count=count)
+            lists: list[list[Any]] = list(compress(values, held))  # type: ignore[arg-type]
+            texts = list(chain.from_iterable(lists))
+            if set(map(type, texts)) <= _TEXT_ONLY:  # arrays of strings (tags): taken whole too
+                lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+                held_docs = docs[held][lengths > 0]
+                if not held_docs.size:
+                    del by_field[key]
+                    continue
+                fields.present = held_docs
+                fields.text_docs = np.repeat(docs[held], lengths)
+                fields.text_positions = (np.arange(lengths.sum(), dtype=np.int64)
+                                         - np.repeat(np.cumsum(lengths) - lengths, lengths)) * ELEMENT_POSITION_GAP
+                fields.texts = texts
+                if fields.keep_values:
+                    short = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) <= MAX_VALUE_LENGTH
+                    fields.value_docs = fields.text_docs[short]
+                    fields.value_keys = texts if short.all() else list(compress(texts, short))
+                first_text_at.append((int(held_docs[0]) - int(docs[0]), 0, key))
+                continue
+        # Mixed kinds or arrays of other kinds: value by value (the rare shape), with the
+        # per-record helpers.
+        first_texts: list[str] = []
+        first_text_doc: int | None = None
+        for doc, value in zip(docs.tolist(), values):
+            if value is None:
+                continue
+            if type(value) is list:
+                elements = [element for element in value if element is not None]
+                if not elements:
+                    continue
+                fields.present.append(doc)
+                for element_index, element in enumerate(elements):
+                    _add_leaf(fields, key, doc, element_index, element, first_texts)
+            else:
+                fields.present.append(doc)
+                _add_leaf(fields, key, doc, 0, value, first_texts)
+            if first_texts and first_text_doc is None:
+                first_text_doc = doc
+        if first_text_doc is not None:
+            first_text_at.append((first_text_doc - int(docs[0]), 0, key))
+        if not fields.present:
+            del by_field[key]
+    # ``*`` lists text fields in the order they first appear record by record, then key by key.
+    ordered = sorted((record, list(records[record]).index(key), key) for record, _, key in first_text_at)
+    return by_field, [key for _, _, key in ordered]
 
 
 def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarray,
@@ -188,9 +305,9 @@ def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarra
     whose own keys are literally named ``_geo.lat`` could break the pairing; then the points are
     read from the records themselves."""
     lat, lng = by_field.get(GEO_LAT), by_field.get(GEO_LNG)
-    if lat is None or lng is None or not lat.numbers:
+    if lat is None or lng is None or not len(lat.numbers):
         return
-    if lat.number_docs == lng.number_docs:
+    if np.array_equal(np.asarray(lat.number_docs), np.asarray(lng.number_docs)):
         index.geo.add(np.asarray(lat.number_docs, dtype=np.uint32), np.asarray(lat.numbers), np.asarray(lng.numbers))
         return
     positions, lat_values, lng_values = extract_points(records)
@@ -201,7 +318,7 @@ def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
     columns = index.columns.get(path)
     if columns is None:
         columns = index.columns[path] = FieldColumns(path, index.cache)
-    columns.exists = FrozenBitMap(columns.exists | BitMap(fields.present))
+    columns.exists = FrozenBitMap(columns.exists | bitmap_from_array(np.asarray(fields.present, dtype=np.uint32)))
     columns.has_bool |= fields.has_bool
     if fields.texts:
         columns.has_text = True
@@ -214,7 +331,7 @@ def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
             if postings is None:
                 postings = index.postings[path] = FieldPostings()
             postings.add(docs, term_ids, positions.astype(np.uint32))
-    if fields.numbers:
+    if len(fields.numbers):
         columns.numeric_column().add(np.asarray(fields.number_docs, dtype=np.uint32), np.asarray(fields.numbers))
     if fields.keep_values and path not in index.value_fields:  # a new field, indexed from its first value
         index.value_fields.add(path)

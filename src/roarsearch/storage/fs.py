@@ -69,6 +69,15 @@ class FileSystem:
             finally:
                 mapped.close()
 
+    def map_file(self, path: str) -> bytes | mmap.mmap:
+        """The whole file as a read-only mapping that lives as long as references to it (views
+        included): snapshots hand out views of their large arrays. Safe because snapshot files are
+        never modified in place, only replaced by rename (a replaced file stays mapped)."""
+        with open(path, "rb", buffering=0) as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 

@@ -35,7 +35,6 @@ from roarsearch.storage import failpoints
 from roarsearch.storage.format import (
     SNAPSHOT_HEADER,
     SNAPSHOT_MAGIC,
-    crc32,
     describe_version_mismatch,
     pack_snapshot_header,
 )
@@ -43,6 +42,16 @@ from roarsearch.storage.fs import FileSystem
 
 #: Binary values at least this large are written from the caller's buffer, not copied.
 DIRECT_WRITE_BYTES = 64 * 1024
+#: The body of a snapshot in the blob layout (:func:`encode_with_blobs`) starts with these bytes
+#: (an older body is a msgpack map, whose first byte is never ``R``).
+BLOB_MAGIC = b"RSBLOBS\x01"
+#: msgpack extension code of a reference into the blob region, and the reference's layout.
+BLOB_EXT = 1
+BLOB_REFERENCE = struct.Struct("<QQ")
+BLOB_ALIGN = 8
+#: The checksum pass reads the mapping in slices of this many bytes and lets go of each slice's
+#: pages afterwards, so that checking a snapshot does not leave all of it resident.
+CHECK_SLICE_BYTES = 16 * 1024 * 1024
 #: Small pieces are gathered into writes of about this size.
 WRITE_CHUNK_BYTES = 1024 * 1024
 #: Long lists and maps are packed this many items at a time (C speed, bounded memory).
@@ -68,11 +77,33 @@ def _container_header_size(count: int) -> int:
     return 1 if count < 16 else 3 if count < 1 << 16 else 5
 
 
-def _pieces(value: Any, packer: msgpack.Packer) -> Iterator[Buffer]:
-    """``value`` as msgpack, piece by piece; same bytes as ``packer.pack(value)``."""
+class _Blobs:
+    """Large binary values set aside for the blob region: each an 8-byte aligned byte range."""
+
+    def __init__(self) -> None:
+        self.views: list[Buffer] = []
+        self.size = 0
+
+    def add(self, view: Buffer) -> bytes:
+        """Set ``view`` aside; returns the packed reference to it that goes in its place."""
+        offset = self.size
+        self.views.append(view)
+        self.size += len(view)
+        padding = -self.size % BLOB_ALIGN
+        if padding:
+            self.views.append(bytes(padding))
+            self.size += padding
+        return msgpack.packb(msgpack.ExtType(BLOB_EXT, BLOB_REFERENCE.pack(offset, len(view))))
+
+
+def _pieces(value: Any, packer: msgpack.Packer, blobs: _Blobs | None = None) -> Iterator[Buffer]:
+    """``value`` as msgpack, piece by piece; same bytes as ``packer.pack(value)`` — except, with
+    ``blobs``, that large binary values are references into the blob region."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         view = memoryview(value).cast("B") if isinstance(value, memoryview) else value
-        if len(view) >= DIRECT_WRITE_BYTES:
+        if len(view) >= DIRECT_WRITE_BYTES and blobs is not None:
+            yield blobs.add(view)
+        elif len(view) >= DIRECT_WRITE_BYTES:
             yield _bin_header(len(view))
             yield view
         else:
@@ -82,7 +113,7 @@ def _pieces(value: Any, packer: msgpack.Packer) -> Iterator[Buffer]:
         if len(value) <= PACK_SLICE_ITEMS:
             for key, item in value.items():
                 yield packer.pack(key)
-                yield from _pieces(item, packer)
+                yield from _pieces(item, packer, blobs)
         else:
             items = iter(value.items())
             while piece := dict(itertools.islice(items, PACK_SLICE_ITEMS)):
@@ -91,7 +122,7 @@ def _pieces(value: Any, packer: msgpack.Packer) -> Iterator[Buffer]:
         yield packer.pack_array_header(len(value))
         if len(value) <= WALK_LIST_ITEMS:
             for item in value:
-                yield from _pieces(item, packer)
+                yield from _pieces(item, packer, blobs)
         else:
             for start in range(0, len(value), PACK_SLICE_ITEMS):
                 part = value[start:start + PACK_SLICE_ITEMS]
@@ -99,7 +130,7 @@ def _pieces(value: Any, packer: msgpack.Packer) -> Iterator[Buffer]:
                 # the check runs at C speed (map over types and lengths), not per item in Python.
                 if set(map(type, part)) <= _BUFFER_TYPES and max(map(len, part)) >= DIRECT_WRITE_BYTES:
                     for item in part:
-                        yield from _pieces(item, packer)
+                        yield from _pieces(item, packer, blobs)
                 else:
                     yield memoryview(packer.pack(part))[_container_header_size(len(part)):]
     else:
@@ -125,6 +156,28 @@ def encode_chunks(state: Any) -> Iterator[Buffer]:
         yield pending
 
 
+def encode_with_blobs(state: Any) -> Iterator[Buffer]:
+    """``state`` in the blob layout: :data:`BLOB_MAGIC`, the blob region's length (8 bytes,
+    little-endian), the blob region (every binary value of at least ``DIRECT_WRITE_BYTES``, each
+    8-byte aligned, written from the caller's buffer), then the msgpack of the rest, where each
+    of those values is an ``ExtType(BLOB_EXT, (offset, length))``. A reader maps the file and
+    hands out views of the region: opening copies none of the large arrays."""
+    packer = msgpack.Packer(use_bin_type=True)
+    blobs = _Blobs()
+    rest: list[Buffer] = []
+    pending = bytearray()
+    for piece in _pieces(state, packer, blobs):
+        pending += piece
+        if len(pending) >= WRITE_CHUNK_BYTES:
+            rest.append(pending)
+            pending = bytearray()
+    if pending:
+        rest.append(pending)
+    yield BLOB_MAGIC + struct.pack("<Q", blobs.size)
+    yield from blobs.views
+    yield from rest
+
+
 def write_snapshot(fs: FileSystem, path: str, state: dict[str, Any]) -> int:
     """Replace the snapshot at ``path`` with ``state``, durably; returns the file's size.
 
@@ -138,7 +191,7 @@ def write_snapshot(fs: FileSystem, path: str, state: dict[str, Any]) -> int:
         # A zeroed header first: a file cut short anywhere has no valid magic, and the real
         # header (which needs the body's length and CRC) is patched in once the body is written.
         yield bytes(SNAPSHOT_HEADER.size)
-        for number, chunk in enumerate(encode_chunks(state)):
+        for number, chunk in enumerate(encode_with_blobs(state)):
             yield chunk
             body["length"] += len(chunk)
             body["crc"] = zlib.crc32(chunk, body["crc"])
@@ -171,16 +224,48 @@ def write_snapshot(fs: FileSystem, path: str, state: dict[str, Any]) -> int:
 def read_snapshot(fs: FileSystem, path: str) -> Any:
     """The state stored at ``path``, after checking magic, version, length and CRC.
 
+    In the blob layout the large binary values come back as read-only memoryviews of the mapped
+    file (which stays mapped while any of them is alive; snapshots are replaced by rename, never
+    modified in place), so nothing large is copied.
+
     Raises ``FileNotFoundError`` when there is no file, :class:`CorruptionError` naming the file
     and offset when it is damaged, :class:`StorageError` when it cannot be read.
     """
     try:
-        with fs.read_mapped(path) as data:
+        data = fs.map_file(path)
+        try:
             return _decode(path, data)
+        finally:
+            _release(data)
     except (FileNotFoundError, CorruptionError):
         raise
     except OSError as error:
         raise StorageError(f"{path}: the snapshot could not be read ({error.strerror or error})") from error
+
+
+def _release(data: Buffer | mmap.mmap) -> None:
+    """Unmap ``data`` now if nothing refers to it (an older layout, or a damaged file); otherwise
+    the views handed out keep it mapped until they are gone."""
+    if isinstance(data, mmap.mmap):
+        try:
+            data.close()
+        except BufferError:
+            pass
+
+
+def _checksum(data: Buffer | mmap.mmap, start: int) -> int:
+    """CRC-32 of ``data[start:]``, slice by slice, dropping each slice's pages from this mapping
+    once read (they stay in the page cache): only what queries touch later becomes resident."""
+    checksum = 0
+    with memoryview(data) as whole:
+        for offset in range(start, len(whole), CHECK_SLICE_BYTES):
+            end = min(offset + CHECK_SLICE_BYTES, len(whole))
+            with whole[offset:end] as part:
+                checksum = zlib.crc32(part, checksum)
+            if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+                aligned = offset - offset % mmap.PAGESIZE
+                data.madvise(mmap.MADV_DONTNEED, aligned, end - aligned)
+    return checksum
 
 
 def _decode(path: str, data: Buffer | mmap.mmap) -> Any:
@@ -198,17 +283,36 @@ def _decode(path: str, data: Buffer | mmap.mmap) -> Any:
             f"{path}: offset {where}: snapshot body is {body_length} bytes, its header says {length} "
             "(file cut short or extended)"
         )
-    with memoryview(data) as whole, whole[SNAPSHOT_HEADER.size:] as body:
-        if crc32(body) != checksum:
-            raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body fails its checksum")
-        # Decoding creates millions of objects and none of them can be garbage yet: without this
-        # the cyclic collector would walk the growing state again and again.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            return msgpack.unpackb(body, raw=False, strict_map_key=False)
-        except Exception as error:
-            raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body does not decode ({error})") from error
-        finally:
-            if collecting:
-                gc.enable()
+    if _checksum(data, SNAPSHOT_HEADER.size) != checksum:
+        raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body fails its checksum")
+    whole = memoryview(data)
+    body = whole[SNAPSHOT_HEADER.size:]
+    rest = body
+    hook: Any = msgpack.ExtType
+    if body[:len(BLOB_MAGIC)] == BLOB_MAGIC:
+        (region_length,) = struct.unpack_from("<Q", body, len(BLOB_MAGIC))
+        region_start = len(BLOB_MAGIC) + 8
+        region = body[region_start:region_start + region_length].toreadonly()
+        rest = body[region_start + region_length:]
+
+        def hook(code: int, reference: bytes) -> Any:
+            if code != BLOB_EXT:
+                return msgpack.ExtType(code, reference)
+            offset, size = BLOB_REFERENCE.unpack(reference)
+            if offset + size > region_length:
+                raise ValueError(f"a blob reference ({offset}, {size}) lies outside the blob region")
+            return region[offset:offset + size]
+    # Decoding creates millions of objects and none of them can be garbage yet: without this
+    # the cyclic collector would walk the growing state again and again.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return msgpack.unpackb(rest, raw=False, strict_map_key=False, ext_hook=hook)
+    except Exception as error:
+        raise CorruptionError(f"{path}: offset {SNAPSHOT_HEADER.size}: snapshot body does not decode ({error})") from error
+    finally:
+        if collecting:
+            gc.enable()
+        rest.release()
+        body.release()
+        whole.release()

@@ -38,6 +38,12 @@ from roarsearch.storage.wal import WriteAheadLog
 SNAPSHOT_LOG_BYTES = int(os.environ.get("ROARSEARCH_SNAPSHOT_LOG_BYTES", 64 * 1024 * 1024))
 #: ... or this many batches not yet in the snapshot. (The environment variables are for tests.)
 SNAPSHOT_LOG_RECORDS = int(os.environ.get("ROARSEARCH_SNAPSHOT_LOG_RECORDS", 1000))
+#: A snapshot rewrites the whole index, so the byte threshold grows with it: the log may hold as
+#: many bytes as the last snapshot has times this before the next one. Each snapshot then costs
+#: about what the batches since the last one cost to log, and a build of N records writes
+#: O(N) snapshot bytes in all (a fixed threshold wrote O(N²): 1M text-heavy records, 11 ever
+#: larger snapshots). Replay after a crash reads at most about one snapshot's worth of log.
+SNAPSHOT_GROWTH = 1.0
 
 SNAPSHOT_FILE = "snapshot.rsnap"
 WAL_FILE = "wal.rlog"
@@ -57,6 +63,8 @@ class CollectionStore:
         self.wal = WriteAheadLog(fs, os.path.join(directory, WAL_FILE))
         #: Sequence number of the last batch the snapshot on disk includes (0: no snapshot).
         self.last_snapshot_seq = 0
+        #: Bytes of the snapshot on disk (0: none), which sets the log's byte threshold.
+        self.snapshot_bytes = 0
 
     def open(self) -> tuple[Any | None, Iterator[tuple[int, Any]]]:
         """The snapshot's index state (None when there is none) and ``(seq, payload)`` of the batches after it.
@@ -75,7 +83,9 @@ class CollectionStore:
                 self.fs.remove(leftover)
         state = None
         self.last_snapshot_seq = 0
+        self.snapshot_bytes = 0
         if self.fs.exists(self.snapshot_path):
+            self.snapshot_bytes = self.fs.size(self.snapshot_path)
             body = read_snapshot(self.fs, self.snapshot_path)
             if not (isinstance(body, dict) and isinstance(body.get("last_seq"), int) and "index" in body):
                 raise CorruptionError(f"{self.snapshot_path}: offset 24: snapshot body lacks last_seq or index")
@@ -87,12 +97,13 @@ class CollectionStore:
             self.last_snapshot_seq, state = body["last_seq"], body["index"]
         return state, self.wal.open(self.last_snapshot_seq)
 
-    def log(self, payload: Any) -> int:
+    def log(self, payload: Any, packed: tuple[str, list[bytes]] | None = None) -> int:
         """Append ``payload`` durably (fsynced) and return its sequence number; see :meth:`WriteAheadLog.append`."""
-        return self.wal.append(payload)
+        return self.wal.append(payload, packed)
 
     def should_snapshot(self) -> bool:
-        return self.wal.size_bytes >= SNAPSHOT_LOG_BYTES or self.wal.record_count >= SNAPSHOT_LOG_RECORDS
+        byte_threshold = max(SNAPSHOT_LOG_BYTES, int(self.snapshot_bytes * SNAPSHOT_GROWTH))
+        return self.wal.size_bytes >= byte_threshold or self.wal.record_count >= SNAPSHOT_LOG_RECORDS
 
     def snapshot(self, index_state: Any) -> None:
         """Write ``index_state`` (which must include every logged batch) as the snapshot, then reset the log.
@@ -100,7 +111,8 @@ class CollectionStore:
         Raises :class:`StorageError` when the disk refuses; the batches stay safe in the log either way.
         """
         last_seq = self.wal.next_seq - 1
-        write_snapshot(self.fs, self.snapshot_path, {"format": FORMAT_VERSION, "last_seq": last_seq, "index": index_state})
+        self.snapshot_bytes = write_snapshot(self.fs, self.snapshot_path,
+                                             {"format": FORMAT_VERSION, "last_seq": last_seq, "index": index_state})
         self.last_snapshot_seq = last_seq
         self.wal.reset()
 

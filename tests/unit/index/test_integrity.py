@@ -54,7 +54,7 @@ def _drop_posting(index: Index) -> None:
 
 
 def _shift_position(index: Index) -> None:
-    _terms, docs, positions = index.postings["title"].token_arrays()
+    _terms, _counts, docs, positions = index.postings["title"].csr_arrays()  # the arrays themselves
     positions[np.flatnonzero(np.isin(docs, np.asarray(list(index.alive), dtype=np.uint32)))[0]] += 3
 
 

@@ -10,7 +10,8 @@
 - the I/O error loop: failing the Nth operation with ENOSPC or EIO, for N = 1, 2, … until an append
   succeeds, raises StorageError and leaves the file readable with exactly the old records;
   when even the repair fails the log refuses further appends;
-- sequence gaps and foreign files are refused with precise messages.
+- sequence gaps and foreign files are refused with precise messages;
+- a batch whose records come already encoded writes the very bytes of the whole payload encoded.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import random
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from roarsearch.errors import CorruptionError, StorageError
@@ -179,11 +181,11 @@ def test_failed_repair_makes_the_log_refuse_appends(tmp_path: Path) -> None:
     old = written_log(path, 2)
     fs = FaultyFileSystem(fail_errno=errno.EIO, fail_kind="fsync", fail_at=1, sticky=True)
     wal, _ = opened(path, fs=fs)
-    with pytest.raises(StorageError, match="could not be made durable .* may reappear whole"):
+    with pytest.raises(StorageError, match=r"could not be made durable .* may reappear whole"):
         wal.append(payload(7))
     fs.sticky, fs.fail_at = False, None
     fs._failing = False
-    with pytest.raises(StorageError, match="could not be repaired after an earlier failure.*reopen"):
+    with pytest.raises(StorageError, match=r"could not be repaired after an earlier failure.*reopen"):
         wal.append(payload(8))
     # Batch 7 was never acknowledged; like a batch cut by a crash after its fsync, it comes back
     # whole (its bytes reached the file) or not at all — never in part, never batch 8.
@@ -195,3 +197,15 @@ def test_failed_repair_makes_the_log_refuse_appends(tmp_path: Path) -> None:
 def test_append_before_open_is_a_programming_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="open"):
         WriteAheadLog(FileSystem(), str(tmp_path / "wal.rlog")).append({"op": "clear"})
+
+
+def test_prepacked_records_write_the_same_bytes(tmp_path: Path) -> None:
+    records = [{"id": 1, "title": "Ørsted", "tags": ["a", "b"]}, {"id": "x", "n": 2.5, "b": True, "z": None}]
+    batch = {"op": "add", "records": records}
+    items = [msgpack.packb(record, use_bin_type=True) for record in records]
+    plain, _ = opened(tmp_path / "plain")
+    prepacked, _ = opened(tmp_path / "prepacked")
+    plain.append(batch)
+    prepacked.append(batch, ("records", items))
+    assert (tmp_path / "plain").read_bytes() == (tmp_path / "prepacked").read_bytes()
+    assert [item for _, item in opened(tmp_path / "prepacked")[1]] == [batch]
