@@ -49,7 +49,7 @@ Snapshot (``snapshot.rsnap``)::
 
     offset  size  field
     0       5     magic b"RSSNP"
-    5       1     format version (1)
+    5       1     format version (2, the blob layout of docs/durability.md; version 1 still read)
     6       2     reserved, zero
     8       8     u64 body length
     16      4     u32 CRC-32 of the body
@@ -74,7 +74,11 @@ from typing import NamedTuple
 FORMAT_VERSION = 1
 
 WAL_MAGIC = b"RSWAL" + bytes([FORMAT_VERSION]) + b"\0\0"
-SNAPSHOT_MAGIC = b"RSSNP" + bytes([FORMAT_VERSION]) + b"\0\0"
+#: Snapshots are version 2 since their body took the blob layout (an older roarsearch must refuse
+#: them by name, not misread them); version 1 snapshots still load.
+SNAPSHOT_VERSION = 2
+SNAPSHOT_MAGIC = b"RSSNP" + bytes([SNAPSHOT_VERSION]) + b"\0\0"
+READABLE_SNAPSHOT_MAGICS = frozenset(b"RSSNP" + bytes([version]) + b"\0\0" for version in (1, SNAPSHOT_VERSION))
 #: length, sequence, header crc, payload crc
 WAL_RECORD_HEADER = struct.Struct("<IQII")
 #: the part of the record header its own CRC covers
@@ -153,8 +157,9 @@ def pack_snapshot_header(body_length: int, body_crc: int) -> bytes:
     return SNAPSHOT_HEADER.pack(SNAPSHOT_MAGIC, body_length, body_crc)
 
 
-def describe_version_mismatch(found: bytes, magic: bytes, what: str) -> str:
+def describe_version_mismatch(found: bytes, magic: bytes, what: str, readable: str = str(FORMAT_VERSION)) -> str:
     """Why a file header does not match ``magic``: another version of ours, or not ours at all."""
     if found[:5] == magic[:5] and len(found) > 5:
-        return f"{what} of format version {found[5]}; this roarsearch reads format version {FORMAT_VERSION}"
+        versions = "versions" if " " in readable else "version"
+        return f"{what} of format version {found[5]}; this roarsearch reads format {versions} {readable}"
     return f"not a roarsearch {what} (bad magic bytes)"

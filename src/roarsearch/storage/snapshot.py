@@ -33,8 +33,10 @@ import msgpack
 from roarsearch.errors import CorruptionError, StorageError
 from roarsearch.storage import failpoints
 from roarsearch.storage.format import (
+    READABLE_SNAPSHOT_MAGICS,
     SNAPSHOT_HEADER,
     SNAPSHOT_MAGIC,
+    SNAPSHOT_VERSION,
     describe_version_mismatch,
     pack_snapshot_header,
 )
@@ -272,8 +274,9 @@ def _decode(path: str, data: Buffer | mmap.mmap) -> Any:
     if len(data) < SNAPSHOT_HEADER.size:
         raise CorruptionError(f"{path}: offset 0: snapshot header is cut short ({len(data)} of {SNAPSHOT_HEADER.size} bytes)")
     magic, length, checksum = SNAPSHOT_HEADER.unpack_from(data, 0)
-    if magic != SNAPSHOT_MAGIC:
-        raise CorruptionError(f"{path}: offset 0: {describe_version_mismatch(magic, SNAPSHOT_MAGIC, 'snapshot')}")
+    if magic not in READABLE_SNAPSHOT_MAGICS:
+        readable = describe_version_mismatch(magic, SNAPSHOT_MAGIC, "snapshot", f"1 and {SNAPSHOT_VERSION}")
+        raise CorruptionError(f"{path}: offset 0: {readable}")
     if any(data[20:SNAPSHOT_HEADER.size]):
         raise CorruptionError(f"{path}: offset 20: snapshot header's reserved bytes are not zero")
     body_length = len(data) - SNAPSHOT_HEADER.size

@@ -84,9 +84,13 @@ def test_other_versions_are_named(tmp_path: Path) -> None:
     path = tmp_path / "snapshot.rsnap"
     write_snapshot(FileSystem(), str(path), {"a": 1})
     data = bytearray(path.read_bytes())
-    data[5] = 2
+    assert data[5] == 2  # the blob layout's version
+    data[5] = 1  # version 1 snapshots still load
     path.write_bytes(bytes(data))
-    with pytest.raises(CorruptionError, match="snapshot of format version 2; this roarsearch reads format version 1"):
+    assert read_snapshot(FileSystem(), str(path)) == {"a": 1}
+    data[5] = 3
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptionError, match="snapshot of format version 3; this roarsearch reads format versions 1 and 2"):
         read_snapshot(FileSystem(), str(path))
 
 
