@@ -32,7 +32,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
@@ -42,7 +41,7 @@ from roarsearch.cluster.coordinator import Coordinator
 from roarsearch.cluster.merge import merge_facet_values, merge_responses
 from roarsearch.cluster.shard import ShardActor
 from roarsearch.engine.collection import ReadWriteLock
-from roarsearch.engine.engine import MAX_MULTI_SEARCH, Engine, encode_cursor
+from roarsearch.engine.engine import Engine, encode_cursor, run_multi_search
 from roarsearch.engine.request import check_collection_id, parse_search_request
 from roarsearch.engine.settings import updated_settings
 from roarsearch.errors import (
@@ -525,24 +524,7 @@ class ShardedEngine:
 
     def multi_search(self, searches: Any) -> list[dict[str, Any]]:
         """Up to 100 searches; one answer per search in order: its response, or its Error object."""
-        if isinstance(searches, dict) and set(searches) == {"searches"}:
-            searches = searches["searches"]
-        if not isinstance(searches, list):
-            raise BadRequestError("searches: must be an array of search requests", field="searches")
-        if len(searches) > MAX_MULTI_SEARCH:
-            raise BadRequestError(f"searches: at most {MAX_MULTI_SEARCH} searches, got {len(searches)}",
-                                  field="searches")
-
-        def one(request: Any) -> dict[str, Any]:
-            try:
-                return self.search(request)
-            except SearchError as error:
-                return error.to_dict()
-
-        if len(searches) <= 1:
-            return [one(request) for request in searches]
-        with ThreadPoolExecutor(min(MULTI_SEARCH_THREADS, len(searches))) as pool:  # overlap the shard round trips
-            return list(pool.map(one, searches))
+        return run_multi_search(self.search, searches, MULTI_SEARCH_THREADS)  # threads overlap the shard round trips
 
     def _scatter(self, call: Callable[[Any, int | None], Any]) -> list[dict[str, Any]]:
         """Two rounds when needed: each shard keeps as many words as it can; shards that kept

@@ -13,6 +13,7 @@ import bisect
 import json
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
@@ -60,6 +61,28 @@ def decode_cursor(cursor: Any) -> int | str:
         raise BadRequestError(f"after: {cursor!r} is not a cursor from a previous page", field="after")
     return record_id
 
+
+
+def run_multi_search(search: Callable[[Any], dict[str, Any]], searches: Any, threads: int) -> list[dict[str, Any]]:
+    """Up to :data:`MAX_MULTI_SEARCH` searches (a list, or ``{"searches": [...]}``), one answer per
+    search in order: its response, or its Error object (one bad search never fails the others)."""
+    if isinstance(searches, dict) and set(searches) == {"searches"}:
+        searches = searches["searches"]
+    if not isinstance(searches, list):
+        raise BadRequestError("searches: must be an array of search requests", field="searches")
+    if len(searches) > MAX_MULTI_SEARCH:
+        raise BadRequestError(f"searches: at most {MAX_MULTI_SEARCH} searches, got {len(searches)}", field="searches")
+
+    def one(request: Any) -> dict[str, Any]:
+        try:
+            return search(request)
+        except SearchError as error:
+            return error.to_dict()
+
+    if threads > 1 and len(searches) > 1:
+        with ThreadPoolExecutor(min(threads, len(searches))) as pool:
+            return list(pool.map(one, searches))
+    return [one(request) for request in searches]
 
 class Engine:
     """An embedded search engine holding named collections.
@@ -335,24 +358,7 @@ class Engine:
 
     def multi_search(self, searches: Any) -> list[dict[str, Any]]:
         """Run up to 100 searches; one answer per search in order: its response, or its Error object."""
-        if isinstance(searches, dict) and set(searches) == {"searches"}:
-            searches = searches["searches"]
-        if not isinstance(searches, list):
-            raise BadRequestError("searches: must be an array of search requests", field="searches")
-        if len(searches) > MAX_MULTI_SEARCH:
-            raise BadRequestError(f"searches: at most {MAX_MULTI_SEARCH} searches, got {len(searches)}",
-                                  field="searches")
-
-        def one(request: Any) -> dict[str, Any]:
-            try:
-                return self.search(request)
-            except SearchError as error:
-                return error.to_dict()
-
-        if MULTI_SEARCH_THREADS > 1 and len(searches) > 1:
-            with ThreadPoolExecutor(MULTI_SEARCH_THREADS) as pool:
-                return list(pool.map(one, searches))
-        return [one(request) for request in searches]
+        return run_multi_search(self.search, searches, MULTI_SEARCH_THREADS)
 
     def search_facet_values(self, collection: str, facet: str, request: dict[str, Any]) -> dict[str, Any]:
         """Facet value search (contract §5): values of ``facet`` matching ``textFacetQuery.query``.
