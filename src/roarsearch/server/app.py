@@ -317,6 +317,10 @@ class Service:
         self.keys.require(request.headers.get("authorization"), admin=True)
         if self.writer_socket is not None:
             return await self.forward(request)
+        async for _ in request.stream():
+            # The body means nothing here, but it is read whole: answering before it has arrived
+            # makes the close reset the connection, and a forwarding reader would lose the answer.
+            pass
         engine = self.engine_for(request)
         return JSONResponse(await self.write(request, engine.drop_collection, request.path_params["collectionId"],
                                              dropped=True))
