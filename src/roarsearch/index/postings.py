@@ -99,7 +99,8 @@ class _Chunk:
     def range_of(self, term: int) -> tuple[int, int]:
         """(start, end) token offsets of one term here ((0, 0) when absent)."""
         terms = self.terms
-        slot = int(terms.searchsorted(term))
+        # A uint32 key: a Python int would make numpy cast the whole term array to int64 first.
+        slot = int(terms.searchsorted(np.uint32(term)))
         if slot < terms.size and int(terms[slot]) == term:
             return int(self.starts[slot]), int(self.starts[slot + 1])
         return 0, 0
@@ -283,6 +284,35 @@ class FieldPostings:
         if not found_docs:
             return _EMPTY_U32, _EMPTY_U32
         return np.concatenate(found_docs), np.concatenate(found_positions)
+
+    def positions_in(self, term_ids: list[int], docs: list[int]) -> dict[int, list[int]]:
+        """Positions of ``term_ids`` in each of a few ``docs`` (sorted doc ids) holding them, by doc
+        (ascending). Two binary searches per term and chunk, the rest in plain Python: for the
+        handful of matches of a rare multi-word query, where each numpy call costs more than the
+        positions it would move."""
+        found: dict[int, list[int]] = {}
+        if not docs:
+            return found
+        keys = np.asarray(docs, dtype=np.uint32)
+        for chunk in list(self._chunks):
+            positions = chunk.positions
+            for term in term_ids:
+                start, end = chunk.range_of(term)
+                if end == start:
+                    continue
+                term_docs = chunk.docs[start:end]
+                lows = term_docs.searchsorted(keys, side="left").tolist()
+                highs = term_docs.searchsorted(keys, side="right").tolist()
+                for doc, low, high in zip(docs, lows, highs):
+                    if high > low:
+                        held = found.get(doc)
+                        if held is None:
+                            found[doc] = positions[start + low:start + high].tolist()
+                        else:
+                            held.extend(positions[start + low:start + high].tolist())
+        for held in found.values():  # several terms or chunks append out of order (sorting sorted runs is linear)
+            held.sort()
+        return found
 
     def occurrences_in(self, term_ids: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in ``docs``

@@ -24,6 +24,7 @@ ranks, so it never contradicts the order (ties are broken by record id).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -161,10 +162,12 @@ class RelevanceRules:
         """Per doc of ``docs`` (sorted; ``candidates``, the same docs as a bitmap, when at hand),
         the summed capped distance of consecutive query words."""
         pair_count = len(self.words) - 1
-        best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         word_terms = [self.matcher.term_ids(word) for word in self.words]
         disabled = self.matcher.typo_disabled_fields
         typo_free_terms = [self.matcher.term_ids(word, typo_free=True) for word in self.words] if disabled else word_terms
+        if docs.size <= FEW_DOCS and max(terms.size for terms in word_terms) <= FEW_TERMS:
+            return self._few_proximity_costs(docs, word_terms, typo_free_terms)
+        best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         for field in self.matcher.fields:
             postings = self.matcher.index.postings.get(field)
             if postings is None:
@@ -190,6 +193,40 @@ class RelevanceRules:
                 slots = np.searchsorted(docs, pair_docs)  # each doc once per pair: no ufunc.at needed
                 best[pair, slots] = np.minimum(best[pair, slots], pair_best)
         costs: np.ndarray = best.sum(axis=0)
+        return costs
+
+    def _few_proximity_costs(self, docs: np.ndarray, word_terms: list[np.ndarray],
+                             typo_free_terms: list[np.ndarray]) -> np.ndarray:
+        """:meth:`proximity_costs` of a few docs, in plain Python over each doc's positions."""
+        doc_list: list[int] = docs.tolist()
+        slot_of = {doc: slot for slot, doc in enumerate(doc_list)}
+        pair_count = len(self.words) - 1
+        best = [[PROXIMITY_CAP] * len(doc_list) for _pair in range(pair_count)]
+        disabled = self.matcher.typo_disabled_fields
+        for field in self.matcher.fields:
+            postings = self.matcher.index.postings.get(field)
+            if postings is None:
+                continue
+            terms_here = typo_free_terms if field in disabled else word_terms
+            # A word's positions are read only when the word before it occurs here (lazily, left to right).
+            held: list[dict[int, list[int]] | None] = [None] * len(self.words)
+            for pair in range(pair_count):
+                left = held[pair]
+                if left is None:
+                    left = held[pair] = postings.positions_in(terms_here[pair].tolist(), doc_list)
+                if not left:
+                    continue
+                right = held[pair + 1] = postings.positions_in(terms_here[pair + 1].tolist(), doc_list)
+                row = best[pair]
+                for doc, right_positions in right.items():
+                    left_positions = left.get(doc)
+                    if left_positions is None:
+                        continue
+                    cost = _closest(left_positions, right_positions)
+                    slot = slot_of[doc]
+                    if cost < row[slot]:
+                        row[slot] = cost
+        costs: np.ndarray = np.asarray(best, dtype=np.int64).sum(axis=0)
         return costs
 
     def _present(self, word: WordPlan, field: str, candidates: AbstractBitMap | None) -> bool:
@@ -246,6 +283,32 @@ def _pair_distance(
     pair_docs, distance = pair_docs[order], distance[order]
     first = np.concatenate(([True], pair_docs[1:] != pair_docs[:-1]))
     return pair_docs[first], np.minimum(distance[first] - 1, PROXIMITY_CAP)
+
+
+#: Match sets of at most this many docs, of words with at most :data:`FEW_TERMS` terms each (no
+#: wide typo or prefix expansion), take their proximity from per-doc position lists in Python.
+FEW_DOCS = 48
+FEW_TERMS = 4
+
+
+def _closest(left: list[int], right: list[int]) -> int:
+    """Proximity cost of one doc's positions of two words (each ascending): the smallest distance
+    over all pairs, minus one, capped — as :func:`_pair_distance` measures it."""
+    best = PROXIMITY_CAP + 1
+    size = len(left)
+    for position in right:
+        after = bisect_right(left, position)  # left[after - 1] <= position < left[after]
+        if after:
+            distance = max(position - left[after - 1], 1)  # reading order: the gap, at least 1
+            if distance < best:
+                best = distance
+        if after < size:
+            distance = left[after] - position + 1  # right word first: one more
+            if distance < best:
+                best = distance
+        if best == 1:
+            break
+    return min(best - 1, PROXIMITY_CAP)
 
 
 #: Up to this many tokens of two words, their distances are measured pair by pair in Python:

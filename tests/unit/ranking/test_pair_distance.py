@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from roarsearch.ranking.bucket_sort import _pair_distance, _pair_distance_small
+from roarsearch import Engine
+from roarsearch.ranking import bucket_sort
+from roarsearch.ranking.bucket_sort import _closest, _pair_distance, _pair_distance_small
 
 
 def _tokens(generator: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -39,3 +41,42 @@ def test_small_measure_matches_the_merge(seed: int) -> None:
     assert merged is not None
     assert small[0].tolist() == merged[0].tolist()
     assert small[1].tolist() == merged[1].tolist()
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_closest_matches_the_small_measure(seed: int) -> None:
+    generator = np.random.default_rng(seed)
+    left = sorted(generator.integers(0, 30, int(generator.integers(1, 8))).tolist())
+    right = sorted(generator.integers(0, 30, int(generator.integers(1, 8))).tolist()) if seed % 5 else left
+    measured = _pair_distance_small(np.zeros(len(left), np.uint32), np.asarray(left, np.uint32),
+                                    np.zeros(len(right), np.uint32), np.asarray(right, np.uint32))
+    assert measured is not None
+    assert _closest(left, right) == int(measured[1][0])
+
+
+_WORDS = ["red", "fox", "jumps", "over", "lazy", "dog", "and", "cat"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_few_docs_rank_like_the_vectorised_path(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every result's ``_rank`` (proximity included) is the same whichever path measured it."""
+    generator = np.random.default_rng(seed)
+
+    def text(length: int) -> str:
+        return " ".join(_WORDS[int(i)] for i in generator.integers(0, len(_WORDS), length))
+
+    engine = Engine()
+    engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(1, 5))),
+                              "body": text(int(generator.integers(0, 30))),
+                              "tags": [text(2) for _ in range(int(generator.integers(0, 3)))]}
+                             for i in range(40)])
+    queries = ["red fox", "fox red dog", "lazy cat and", "jumps jumps", "dog ov", "cat fxo"]
+
+    def ranks() -> list[list[tuple[str, float]]]:
+        return [[(hit["id"], hit["_rank"]) for hit in engine.search(
+            {"collection": "c", "query": query, "count": 50, "searchFields": ["title", "body", "tags"]})["results"]]
+            for query in queries]
+
+    few = ranks()
+    monkeypatch.setattr(bucket_sort, "FEW_DOCS", -1)
+    assert ranks() == few
