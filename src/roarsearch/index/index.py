@@ -25,7 +25,7 @@ from roarsearch.analysis.normalize import fold_value
 from roarsearch.index import writer
 from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, union_all
 from roarsearch.index.cache import IndexCache
-from roarsearch.index.columns import MAX_VALUE_LENGTH, FieldColumns, NumericColumn, ValueColumn
+from roarsearch.index.columns import MAX_VALUE_LENGTH, RANGE_CHECK_THRESHOLD, FieldColumns, NumericColumn, ValueColumn
 from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.geo import GeoColumn
 from roarsearch.index.lexicon import Lexicon
@@ -35,6 +35,10 @@ from roarsearch.index.postings import FieldPostings
 WORD_UNION_CACHE_SIZE = 4096
 #: Per-value bitmaps of equality filters kept between writes.
 EQUAL_VALUE_CACHE_SIZE = 4096
+#: Whole-column doc sets of numeric ranges kept between writes to their column (a range is kept
+#: from the second time it is asked for, like Lucene's query cache: a filter a user interface
+#: repeats, not every range typed once).
+RANGE_CACHE_SIZE = 128
 #: Text that names an integer id: ASCII digits only (``"²".isdigit()`` is true, ``int("²")`` fails),
 #: and at most 19 of them, so that no text can overflow the float conversion.
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
@@ -262,7 +266,20 @@ class Index:
         columns = self.columns.get(field)
         if columns is None or columns.numeric is None:
             return EMPTY
-        return columns.numeric.range(low, low_inclusive, high, high_inclusive, within)
+        numeric = columns.numeric
+        key = (field, low, low_inclusive, high, high_inclusive)
+        stamp = (id(numeric), numeric.version)
+        cached = self.cache.get("number_range", key, stamp)
+        if isinstance(cached, AbstractBitMap):
+            return cached  # a superset of the answer inside ``within``: callers intersect
+        if within is not None and len(within) <= RANGE_CHECK_THRESHOLD and \
+                self.cache.get("number_range_seen", key, stamp) is None:
+            # First time: checking the few docs of ``within`` costs less than the whole column.
+            self.cache.put("number_range_seen", key, stamp, True, RANGE_CACHE_SIZE)
+            return numeric.range(low, low_inclusive, high, high_inclusive, within)
+        found = FrozenBitMap(numeric.range(low, low_inclusive, high, high_inclusive))
+        self.cache.put("number_range", key, stamp, found, RANGE_CACHE_SIZE)
+        return found
 
     def exists(self, field: str) -> AbstractBitMap:
         if field == "id":
