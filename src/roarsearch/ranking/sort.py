@@ -92,14 +92,22 @@ def _presorted_docs(index: Index, candidates: AbstractBitMap, keys: tuple[SortKe
     if columns is None or columns.numeric is None or columns.has_text or columns.has_bool:
         return None  # strings and booleans sort in their own class: not in the numeric pairs
     values, docs = columns.numeric.sorted_pairs()
+    if len(candidates) ** 2 < 8 * wanted * docs.size:
+        # Few candidates: the walk would test about ``wanted * pairs / candidates`` docs one by one,
+        # more than keying every candidate at once costs.
+        return None
     if keys[0].descending:
         values, docs = values[::-1], docs[::-1]
     contains = candidates.__contains__
     chosen: dict[int, None] = {}
     cut_value = None
-    for start in range(0, docs.size, PRESORTED_CHUNK):
-        chunk_docs = docs[start:start + PRESORTED_CHUNK]
-        chunk_values = values[start:start + PRESORTED_CHUNK]
+    # Steps grow from a few times the page: a selective filter reads further, a loose one (most
+    # browse pages) stops after a few hundred membership tests instead of a whole step's.
+    start, step = 0, min(max(4 * wanted, 64), PRESORTED_CHUNK)
+    while start < docs.size:
+        chunk_docs = docs[start:start + step]
+        chunk_values = values[start:start + step]
+        start, step = start + step, min(2 * step, PRESORTED_CHUNK)
         keep = np.fromiter(map(contains, chunk_docs.tolist()), dtype=bool, count=chunk_docs.size)
         for doc, value in zip(chunk_docs[keep].tolist(), chunk_values[keep].tolist()):
             if cut_value is not None and value != cut_value:
