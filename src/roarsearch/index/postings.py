@@ -216,7 +216,8 @@ class FieldPostings:
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def bitmap(self, term_ids: list[int]) -> AbstractBitMap:
-        """Docs containing any of ``term_ids`` in this field."""
+        """Docs containing any of ``term_ids`` in this field (for one term, its cached bitmap itself:
+        shared, never to be changed in place — writers replace cached bitmaps, they do not mutate them)."""
         if not term_ids:
             return EMPTY
         if len(term_ids) > MAX_TERMS_PER_TERM_UNION:
@@ -225,7 +226,7 @@ class FieldPostings:
         found = [bitmap for bitmap in map(self._get, term_ids) if bitmap is not None]
         if not found:
             return EMPTY
-        return union_all(found)
+        return found[0] if len(found) == 1 else union_all(found)
 
     def _get(self, term: int) -> AbstractBitMap | None:
         """A term's bitmap (built on first use); None when the term never occurred in this field."""

@@ -51,7 +51,7 @@ class WordMatcher:
                 parts.extend(self.index.prefix_docs(name, word.prefix) for name in fields)
             for phrase in phrases:
                 parts.extend(self.index.phrase_docs(name, phrase) for name in fields)
-            return union_all([part for part in parts if part])
+            return _union([part for part in parts if part])
 
         # A union of many postings is worth keeping until the next write.
         result = self.index.cached_union(shared_key, union) if len(term_ids) > 8 else union()
@@ -69,8 +69,7 @@ class WordMatcher:
         parts = [self.index.field_docs(name, term_ids) for name in self.fields] if term_ids else []
         for phrase in word.phrase_synonyms():  # a synonym match ranks like the word itself
             parts.extend(self.index.phrase_docs(name, phrase) for name in self.fields)
-        parts = [part for part in parts if part]
-        result = union_all(parts)
+        result = _union([part for part in parts if part])
         self._cache[key] = result
         return result
 
@@ -87,8 +86,7 @@ class WordMatcher:
                  for name in self.fields]
         for phrase in word.phrase_synonyms():
             parts.extend(self.index.phrase_docs(name, phrase) for name in self.fields)
-        parts = [part for part in parts if part]
-        result = union_all(parts)
+        result = _union([part for part in parts if part])
         self._cache[key] = result
         return result
 
@@ -101,3 +99,9 @@ class WordMatcher:
         if word.prefix is not None:
             ids = np.union1d(ids, self.index.lexicon.prefix_ids(word.prefix))
         return ids
+
+
+def _union(parts: list[AbstractBitMap]) -> AbstractBitMap:
+    """The union of ``parts``; one part is returned as it is (match sets are only read, never
+    changed in place: copying a large posting list per field and word cost more than its use)."""
+    return parts[0] if len(parts) == 1 else union_all(parts)
