@@ -166,7 +166,7 @@ class RelevanceRules:
         disabled = self.matcher.typo_disabled_fields
         typo_free_terms = [self.matcher.term_ids(word, typo_free=True) for word in self.words] if disabled else word_terms
         if docs.size <= FEW_DOCS and max(terms.size for terms in word_terms) <= FEW_TERMS:
-            return self._few_proximity_costs(docs, word_terms, typo_free_terms)
+            return self._few_proximity_costs(docs, word_terms, typo_free_terms, candidates)
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         for field in self.matcher.fields:
             postings = self.matcher.index.postings.get(field)
@@ -196,7 +196,7 @@ class RelevanceRules:
         return costs
 
     def _few_proximity_costs(self, docs: np.ndarray, word_terms: list[np.ndarray],
-                             typo_free_terms: list[np.ndarray]) -> np.ndarray:
+                             typo_free_terms: list[np.ndarray], candidates: AbstractBitMap | None) -> np.ndarray:
         """:meth:`proximity_costs` of a few docs, in plain Python over each doc's positions."""
         doc_list: list[int] = docs.tolist()
         slot_of = {doc: slot for slot, doc in enumerate(doc_list)}
@@ -213,10 +213,12 @@ class RelevanceRules:
             for pair in range(pair_count):
                 left = held[pair]
                 if left is None:
-                    left = held[pair] = postings.positions_in(terms_here[pair].tolist(), doc_list)
+                    left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), doc_list)
+                                         if self._present(self.words[pair], field, candidates) else {})
                 if not left:
                     continue
-                right = held[pair + 1] = postings.positions_in(terms_here[pair + 1].tolist(), doc_list)
+                right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1].tolist(), doc_list)
+                                          if self._present(self.words[pair + 1], field, candidates) else {})
                 row = best[pair]
                 for doc, right_positions in right.items():
                     left_positions = left.get(doc)
@@ -240,7 +242,9 @@ class RelevanceRules:
         """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
         docs = array_from_bitmap(candidates)
         costs = np.zeros((4, docs.size), dtype=np.int64)
-        for row, rule in enumerate((self.typo_buckets, None, self.attribute_buckets, self.exactness_buckets)):
+        # Proximity last: the attribute rule has then looked up each word's docs per field, which
+        # proximity asks for again (memoised) to skip the fields a word is not in.
+        for row, rule in ((0, self.typo_buckets), (2, self.attribute_buckets), (3, self.exactness_buckets), (1, None)):
             if rule is None:
                 if len(self.words) >= 2 and docs.size:
                     costs[1] = self.proximity_costs(docs, candidates)
