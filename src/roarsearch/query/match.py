@@ -65,6 +65,10 @@ class WordMatcher:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        if word.prefix is None and all(variant.exact for variant in word.variants):
+            # No typo'd or longer word to leave out: the exact docs are the word's match set, which
+            # the match itself looked up already.
+            return self.docs(word, word.max_typos)
         term_ids = word.exact_term_ids()
         parts = [self.index.field_docs(name, term_ids) for name in self.fields] if term_ids else []
         for phrase in word.phrase_synonyms():  # a synonym match ranks like the word itself
