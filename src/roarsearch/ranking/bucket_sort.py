@@ -241,20 +241,20 @@ class RelevanceRules:
     def all_costs(self, candidates: AbstractBitMap) -> tuple[np.ndarray, np.ndarray]:
         """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
         docs = array_from_bitmap(candidates)
-        costs = np.zeros((4, docs.size), dtype=np.int64)
+        # Each rule gives every doc one cost: its byte of the packed cost is added bucket by bucket.
+        packed = np.zeros(docs.size, dtype=np.int64)
         # Proximity last: the attribute rule has then looked up each word's docs per field, which
         # proximity asks for again (memoised) to skip the fields a word is not in.
-        for row, rule in ((0, self.typo_buckets), (2, self.attribute_buckets), (3, self.exactness_buckets), (1, None)):
-            if rule is None:
-                if len(self.words) >= 2 and docs.size:
-                    costs[1] = self.proximity_costs(docs, candidates)
-                continue
+        for shift, rule in ((24, self.typo_buckets), (8, self.attribute_buckets), (0, self.exactness_buckets)):
             for cost, bucket in rule(candidates):
-                if cost:
-                    costs[row, np.searchsorted(docs, array_from_bitmap(bucket))] = cost
-        packed = np.zeros(docs.size, dtype=np.int64)
-        for row in range(4):
-            packed = (packed << 8) | np.minimum(costs[row], 255)
+                if not cost:
+                    continue
+                if len(bucket) == docs.size:
+                    packed += min(cost, 255) << shift
+                else:
+                    packed[np.searchsorted(docs, array_from_bitmap(bucket))] += min(cost, 255) << shift
+        if len(self.words) >= 2 and docs.size:
+            packed += np.minimum(self.proximity_costs(docs, candidates), 255) << 16
         return docs, packed
 
 
