@@ -69,7 +69,7 @@ class Ranker:
 
     def _scored_page(self, docs: AbstractBitMap, skip: int, count: int) -> list[tuple[int, float]]:
         """:meth:`page` of a small candidate set: every doc's packed costs, sorted (ties by record id)."""
-        if count == 0 or not docs:
+        if count == 0 or skip >= len(docs):  # a page past the end shows nothing: nothing to score
             return []
         if self._scored is not None and self._scored[0] is docs:  # grouping asks for page after page
             _docs, ordered_ids, ordered_costs = self._scored
