@@ -101,9 +101,10 @@ def string_counts(columns: FieldColumns, candidates: AbstractBitMap, masks: DocM
     column = columns.values
     assert column is not None
     docs, value_ids = column.pairs()
-    few = (len(column.values) >= FEW_CANDIDATES_MIN_VALUES and len(candidates) <= FEW_CANDIDATES_PER_VALUE * len(column.values)
+    few = (len(column.values) >= FEW_CANDIDATES_MIN_VALUES
+           and len(candidates) <= FEW_CANDIDATES_PER_VALUE * len(column.values)
            and gathers(len(candidates), docs.size))
-    if not few and len(column.values) <= PER_VALUE_LIMIT or (
+    if (not few and len(column.values) <= PER_VALUE_LIMIT) or (
             len(column.values) <= PER_VALUE_LIMIT_MANY_CANDIDATES and not gathers(len(candidates), docs.size)):
         intersect = BitMap.intersection_cardinality
         return np.fromiter((intersect(bitmap, candidates) for bitmap in value_bitmaps(columns)),
