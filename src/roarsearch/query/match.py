@@ -47,6 +47,10 @@ class WordMatcher:
         def union() -> AbstractBitMap:
             parts = [self.index.field_docs(name, (exact_ids if name in disabled else term_ids) + single)
                      for name in fields]
+            if field is None and word.prefix is None and not phrases:
+                # Each part is the word's match set in that field: the attribute rule asks for them next.
+                for name, part in zip(fields, parts):
+                    self._cache.setdefault((word.position, max_typos, name), part)
             if word.prefix is not None:
                 parts.extend(self.index.prefix_docs(name, word.prefix) for name in fields)
             for phrase in phrases:
