@@ -55,6 +55,10 @@ PER_VALUE_LIMIT = 1024
 #: 25 against 56 us; below ~30 values the gather's fixed cost loses).
 FEW_CANDIDATES_PER_VALUE = 1
 FEW_CANDIDATES_MIN_VALUES = 32
+#: A field with one value per doc (and 16+ values) counts up to this many candidates per value by
+#: gathering their value ids from the dense per-doc column (a few numpy calls, not an intersection
+#: per value: places' 213 time zones, 400 candidates, 10 against 118 us).
+DENSE_PER_VALUE = 64
 #: Up to this many values, intersections per value are still used when the candidates are too
 #: many to gather (3,839 values at 1M records: 1.5 ms against 12.7 ms for mask + bincount).
 PER_VALUE_LIMIT_MANY_CANDIDATES = 16384
@@ -101,6 +105,13 @@ def string_counts(columns: FieldColumns, candidates: AbstractBitMap, masks: DocM
     column = columns.values
     assert column is not None
     docs, value_ids = column.pairs()
+    if (len(column.values) >= FEW_CANDIDATES_MIN_VALUES // 2 and docs.size == len(column.docs)
+            and len(candidates) <= DENSE_PER_VALUE * len(column.values)):
+        # One value per doc (as many pairs as docs): the per-doc value ids, gathered and counted.
+        wanted = array_from_bitmap(candidates)
+        dense = column.first.data
+        held = dense[wanted[wanted < dense.size]]
+        return np.bincount(held[held >= 0], minlength=len(column.values))
     few = (len(column.values) >= FEW_CANDIDATES_MIN_VALUES
            and len(candidates) <= FEW_CANDIDATES_PER_VALUE * len(column.values)
            and gathers(len(candidates), docs.size))
