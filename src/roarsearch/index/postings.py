@@ -17,11 +17,21 @@ a query asks for it and kept (in ``terms``) until a write adds docs to that term
 many terms (prefixes, wide typo expansions) is one gather and one bitmap build. Docs retired by
 deletes or upserts stay in the token arrays; every reader intersects with the alive docs or a
 universe derived from them.
+
+Saved (:meth:`FieldPostings.packed_chunks`), each chunk's token columns are compressed: docs as
+differences from the previous token's doc (wrapping, so one ``cumsum`` restores them: within a
+term they are small gaps), positions as they are, each byte-shuffled (the bytes of every value's
+lowest byte first, …: the high bytes are nearly all zero) and zlib-compressed (level 1) — about a
+quarter of the raw bytes. A loaded chunk keeps its compressed columns (views of the mapped
+snapshot) and inflates each column the first time a query reads it; saved again unchanged, it
+writes them back as they are.
 """
 
 from __future__ import annotations
 
 import threading
+import zlib
+from typing import NamedTuple
 
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap
@@ -48,6 +58,57 @@ _SEARCH_COST = 16
 
 _EMPTY_U32 = np.empty(0, dtype=np.uint32)
 
+#: Saved token columns are shuffled and compressed this many values at a time (bounded scratch).
+PACK_SLAB_VALUES = 1 << 20
+PACK_LEVEL = 1
+
+Buffer = bytes | bytearray | memoryview
+
+
+class PackedTokens(NamedTuple):
+    """A chunk's token columns as saved: ``tokens`` tokens, docs and positions compressed by
+    :func:`pack_column` (docs as deltas); positions are uint16 or uint32."""
+
+    tokens: int
+    docs: Buffer
+    positions: Buffer
+    position_type: type
+
+
+def pack_column(values: np.ndarray, delta: bool) -> bytes:
+    """``values`` (unsigned) byte-shuffled and zlib-compressed; with ``delta``, each value's
+    difference from the previous one (modulo the type's range) is stored instead."""
+    compressor = zlib.compressobj(PACK_LEVEL)
+    width = values.dtype.itemsize
+    parts: list[bytes] = []
+    previous = values.dtype.type(0)
+    for start in range(0, values.size, PACK_SLAB_VALUES):
+        slab = values[start:start + PACK_SLAB_VALUES]
+        if delta:
+            slab, previous = np.diff(slab, prepend=previous), slab[-1]
+        parts.append(compressor.compress(slab.view(np.uint8).reshape(-1, width).T.tobytes()))
+    parts.append(compressor.flush())
+    return b"".join(parts)
+
+
+def unpack_column(data: Buffer, count: int, dtype: type, delta: bool) -> np.ndarray:
+    """The ``count`` values :func:`pack_column` compressed into ``data``."""
+    raw = zlib.decompress(data)
+    values: np.ndarray = np.empty(count, dtype=dtype)
+    width = values.itemsize
+    if len(raw) != count * width:
+        raise ValueError(f"a saved token column inflates to {len(raw)} bytes, not {count * width}")
+    source = np.frombuffer(raw, dtype=np.uint8)
+    target = values.view(np.uint8)
+    for start in range(0, count, PACK_SLAB_VALUES):
+        size = min(PACK_SLAB_VALUES, count - start)
+        target[start * width:(start + size) * width].reshape(size, width)[...] = (
+            source[start * width:(start + size) * width].reshape(width, size).T)
+    del raw, source
+    if delta:
+        np.cumsum(values, dtype=dtype, out=values)
+    return values
+
 
 def _narrow_positions(positions: np.ndarray) -> np.ndarray:
     if positions.size and int(positions.max()) >= _NARROW_LIMIT:
@@ -59,13 +120,42 @@ class _Chunk:
     """Tokens of a run of batches, grouped by term: term ``terms[i]`` owns tokens
     ``starts[i]:starts[i + 1]`` of ``docs`` and ``positions`` (docs ascending within a term)."""
 
-    __slots__ = ("terms", "starts", "docs", "positions")
+    __slots__ = ("terms", "starts", "_docs", "_positions", "packed")
 
-    def __init__(self, terms: np.ndarray, starts: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
+    def __init__(self, terms: np.ndarray, starts: np.ndarray, docs: np.ndarray | None,
+                 positions: np.ndarray | None, packed: PackedTokens | None = None) -> None:
         self.terms = terms
         self.starts = starts
-        self.docs = docs
-        self.positions = positions
+        self._docs = docs
+        self._positions = positions
+        #: The token columns as loaded from a snapshot (None for chunks built since): inflated
+        #: column by column on first read, and saved again as they are.
+        self.packed = packed
+
+    @property
+    def docs(self) -> np.ndarray:
+        docs = self._docs
+        if docs is None:  # two readers may both inflate: the same values, one of them kept
+            assert self.packed is not None
+            docs = self._docs = unpack_column(self.packed.docs, self.packed.tokens, np.uint32, delta=True)
+        return docs
+
+    @property
+    def positions(self) -> np.ndarray:
+        positions = self._positions
+        if positions is None:
+            assert self.packed is not None
+            positions = self._positions = unpack_column(self.packed.positions, self.packed.tokens,
+                                                        self.packed.position_type, delta=False)
+        return positions
+
+    def pack(self) -> PackedTokens:
+        """The token columns compressed (as loaded, when they were)."""
+        if self.packed is not None:
+            return self.packed
+        positions = self.positions
+        return PackedTokens(self.size, pack_column(self.docs, delta=True), pack_column(positions, delta=False),
+                            positions.dtype.type)
 
     @classmethod
     def from_sorted(cls, sorted_terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> _Chunk:
@@ -79,7 +169,7 @@ class _Chunk:
 
     @property
     def size(self) -> int:
-        return int(self.docs.size)
+        return int(self.starts[-1])
 
     def ranges(self, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) token offsets of each of ``term_ids`` here (empty ranges for absent terms)."""
@@ -374,6 +464,21 @@ class FieldPostings:
         """:meth:`csr_arrays` of each chunk as it is (saving them merges nothing)."""
         return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.docs, chunk.positions)
                 for chunk in list(self._chunks)]
+
+    def packed_chunks(self) -> list[tuple[np.ndarray, np.ndarray, PackedTokens]]:
+        """Each chunk as (distinct term ids, token count per term, compressed token columns)."""
+        return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.pack()) for chunk in list(self._chunks)]
+
+    def load_packed_chunks(self, chunks: list[tuple[np.ndarray, np.ndarray, PackedTokens]]) -> None:
+        """Chunks saved by :meth:`packed_chunks`, in the same (doc) order; inflated on first read."""
+        loaded = []
+        for terms, counts, packed in chunks:
+            if packed.tokens:
+                starts = np.zeros(terms.size + 1, dtype=np.int64)
+                np.cumsum(counts, out=starts[1:])
+                loaded.append(_Chunk(terms.astype(np.uint32, copy=False), starts, None, None, packed))
+        self._chunks = loaded
+        self._absent = set()
 
     def load_chunk_arrays(self, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
         """Chunks saved by :meth:`chunk_arrays`, in the same (doc) order."""

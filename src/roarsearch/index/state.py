@@ -22,13 +22,13 @@ from roarsearch.index.docstore import RecordId, id_sort_key
 from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
-from roarsearch.index.postings import FieldPostings
+from roarsearch.index.postings import FieldPostings, PackedTokens
 from roarsearch.schema import GEO_FIELD, check_geo_point
 
-INDEX_STATE_VERSION = 2
+INDEX_STATE_VERSION = 3
 #: Versions this module still reads (version 1 also saved every term's bitmap; they are rebuilt
-#: from the token arrays on demand, so loading ignores them).
-READABLE_STATE_VERSIONS = (1, 2)
+#: from the token arrays on demand, so loading ignores them; version 2 saved token columns raw).
+READABLE_STATE_VERSIONS = (1, 2, 3)
 
 
 def _bytes(array: np.ndarray) -> memoryview:
@@ -43,25 +43,26 @@ def _array(buffer: bytes, dtype: type) -> np.ndarray:
 def index_to_state(index: Index) -> dict[str, Any]:
     """The whole index as msgpack-ready data: bitmaps serialised, numpy arrays as raw buffers.
 
-    Layout (version 2): ``docs`` (record ids, the live records' msgpack payloads packed and
+    Layout (version 3): ``docs`` (record ids, the live records' msgpack payloads packed and
     zlib-compressed in parts with per-doc lengths, alive bitmap, id-order flag),
     ``lexicon`` (the lexicon's own state), ``text_fields``, ``postings`` per field (the
-    term-sorted token arrays: distinct term ids with their token counts, then each token's doc
-    and position; term bitmaps are derived from them on demand), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
+    term-sorted token arrays per chunk: distinct term ids with their token counts, then the
+    ``tokens`` count and the compressed ``packed_docs`` (deltas) and ``packed_positions`` of
+    :func:`~roarsearch.index.postings.pack_column`; term bitmaps are derived from them on demand), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
     with their pairs and per-doc first value id).
     """
     docstore = index.docs
     postings_state: dict[str, Any] = {}
     for path, postings in index.postings.items():
         # Per chunk, tokens grouped by term: distinct terms with their run lengths, then each
-        # token's doc and position (positions as 2-byte integers when every one fits). Chunks are
-        # saved as they are: a snapshot merges nothing.
+        # token's doc and position, compressed (positions as 2-byte integers when every one
+        # fits). Chunks are saved as they are: a snapshot merges nothing.
         postings_state[path] = {
             "field_docs": postings.docs.serialize(),
-            "chunks": [{"term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts),
-                        "token_docs": _bytes(token_docs), "token_positions": _bytes(token_positions),
-                        "position_bytes": token_positions.dtype.itemsize}
-                       for term_ids, term_counts, token_docs, token_positions in postings.chunk_arrays()],
+            "chunks": [{"term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts), "tokens": packed.tokens,
+                        "packed_docs": packed.docs, "packed_positions": packed.positions,
+                        "position_bytes": np.dtype(packed.position_type).itemsize}
+                       for term_ids, term_counts, packed in postings.packed_chunks()],
         }
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
@@ -103,6 +104,12 @@ def _token_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndar
             np.frombuffer(saved["token_positions"], dtype=position_type))
 
 
+def _packed_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, PackedTokens]:
+    return (np.frombuffer(saved["term_ids"], dtype=np.uint32), np.frombuffer(saved["term_counts"], dtype=np.uint32),
+            PackedTokens(int(saved["tokens"]), saved["packed_docs"], saved["packed_positions"],
+                         np.uint16 if saved.get("position_bytes") == 2 else np.uint32))
+
+
 def index_from_state(state: dict[str, Any]) -> Index:
     """Rebuild an :class:`Index` from :func:`index_to_state` output without re-analysing records."""
     if state.get("version") not in READABLE_STATE_VERSIONS:
@@ -134,7 +141,9 @@ def index_from_state(state: dict[str, Any]) -> Index:
         postings = FieldPostings()
         postings.docs = BitMap.deserialize(saved["field_docs"])
         # Views over the loaded buffers, not copies: token arrays are never written in place.
-        if "chunks" in saved:
+        if "chunks" in saved and saved["chunks"] and "packed_docs" in saved["chunks"][0]:
+            postings.load_packed_chunks([_packed_chunk(chunk) for chunk in saved["chunks"]])
+        elif "chunks" in saved:  # version 2: raw token columns
             postings.load_chunk_arrays([_token_chunk(chunk) for chunk in saved["chunks"]])
         elif "term_counts" in saved:  # one chunk (snapshots of early version 2)
             postings.load_chunk_arrays([_token_chunk(saved)])

@@ -275,7 +275,7 @@ def _decode(path: str, data: Buffer | mmap.mmap) -> Any:
         raise CorruptionError(f"{path}: offset 0: snapshot header is cut short ({len(data)} of {SNAPSHOT_HEADER.size} bytes)")
     magic, length, checksum = SNAPSHOT_HEADER.unpack_from(data, 0)
     if magic not in READABLE_SNAPSHOT_MAGICS:
-        readable = describe_version_mismatch(magic, SNAPSHOT_MAGIC, "snapshot", f"1 and {SNAPSHOT_VERSION}")
+        readable = describe_version_mismatch(magic, SNAPSHOT_MAGIC, "snapshot", f"1, 2 and {SNAPSHOT_VERSION}")
         raise CorruptionError(f"{path}: offset 0: {readable}")
     if any(data[20:SNAPSHOT_HEADER.size]):
         raise CorruptionError(f"{path}: offset 20: snapshot header's reserved bytes are not zero")

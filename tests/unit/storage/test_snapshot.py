@@ -84,13 +84,14 @@ def test_other_versions_are_named(tmp_path: Path) -> None:
     path = tmp_path / "snapshot.rsnap"
     write_snapshot(FileSystem(), str(path), {"a": 1})
     data = bytearray(path.read_bytes())
-    assert data[5] == 2  # the blob layout's version
-    data[5] = 1  # version 1 snapshots still load
-    path.write_bytes(bytes(data))
-    assert read_snapshot(FileSystem(), str(path)) == {"a": 1}
+    assert data[5] == 4  # compressed token columns
+    for older in (1, 2):  # versions 1 and 2 still load
+        data[5] = older
+        path.write_bytes(bytes(data))
+        assert read_snapshot(FileSystem(), str(path)) == {"a": 1}
     data[5] = 3
     path.write_bytes(bytes(data))
-    with pytest.raises(CorruptionError, match="snapshot of format version 3; this roarsearch reads format versions 1 and 2"):
+    with pytest.raises(CorruptionError, match="snapshot of format version 3; this roarsearch reads format versions 1, 2 and 4"):
         read_snapshot(FileSystem(), str(path))
 
 
