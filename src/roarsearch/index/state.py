@@ -47,8 +47,9 @@ def index_to_state(index: Index) -> dict[str, Any]:
     zlib-compressed in parts with per-doc lengths, alive bitmap, id-order flag),
     ``lexicon`` (the lexicon's own state), ``text_fields``, ``postings`` per field (the
     term-sorted token arrays per chunk: distinct term ids with their token counts, then the
-    ``tokens`` count and the compressed ``packed_docs`` (deltas) and ``packed_positions`` of
-    :func:`~roarsearch.index.postings.pack_column`; term bitmaps are derived from them on demand), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
+    ``tokens`` count and the compressed blocks of :func:`~roarsearch.index.postings.pack_column`,
+    ``packed_docs`` (deltas) and ``packed_positions``, with the byte offsets where their blocks end
+    (``doc_ends``, ``position_ends``); term bitmaps are derived from them on demand), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
     with their pairs and per-doc first value id).
     """
     docstore = index.docs
@@ -60,7 +61,8 @@ def index_to_state(index: Index) -> dict[str, Any]:
         postings_state[path] = {
             "field_docs": postings.docs.serialize(),
             "chunks": [{"term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts), "tokens": packed.tokens,
-                        "packed_docs": packed.docs, "packed_positions": packed.positions,
+                        "packed_docs": packed.docs, "doc_ends": _bytes(packed.doc_ends),
+                        "packed_positions": packed.positions, "position_ends": _bytes(packed.position_ends),
                         "position_bytes": np.dtype(packed.position_type).itemsize}
                        for term_ids, term_counts, packed in postings.packed_chunks()],
         }
@@ -106,7 +108,8 @@ def _token_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 def _packed_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, PackedTokens]:
     return (np.frombuffer(saved["term_ids"], dtype=np.uint32), np.frombuffer(saved["term_counts"], dtype=np.uint32),
-            PackedTokens(int(saved["tokens"]), saved["packed_docs"], saved["packed_positions"],
+            PackedTokens(int(saved["tokens"]), saved["packed_docs"], np.frombuffer(saved["doc_ends"], dtype=np.uint64),
+                         saved["packed_positions"], np.frombuffer(saved["position_ends"], dtype=np.uint64),
                          np.uint16 if saved.get("position_bytes") == 2 else np.uint32))
 
 

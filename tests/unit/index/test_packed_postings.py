@@ -2,7 +2,8 @@
 
 - saved token columns round-trip exactly: docs as wrapping deltas (a term's first doc is below
   the previous term's last), positions as they are, uint16 and uint32, across slab boundaries;
-- a loaded chunk inflates a column only when it is read, and is saved again as it was loaded;
+- a loaded chunk inflates a block of a column only when a read reaches it, and is saved again as
+  it was loaded; damaged blocks are refused, never misread;
 - an index state of version 2 (raw token columns) still loads and answers the same as the
   current layout, and the current layout's columns are much smaller than the raw ones.
 """
@@ -16,29 +17,36 @@ import pytest
 
 from roarsearch.index import postings as postings_module
 from roarsearch.index.index import Index
-from roarsearch.index.postings import FieldPostings, pack_column, unpack_column
+from roarsearch.index.postings import FieldPostings, LazyColumn, pack_column, unpack_column
 from roarsearch.index.state import index_from_state, index_to_state
 
 
-@pytest.mark.parametrize("slab", [3, 1 << 20])
+@pytest.mark.parametrize("block", [3, 1 << 16])
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint32])
-def test_columns_round_trip(monkeypatch: pytest.MonkeyPatch, slab: int, dtype: type) -> None:
-    monkeypatch.setattr(postings_module, "PACK_SLAB_VALUES", slab)
+def test_columns_round_trip(monkeypatch: pytest.MonkeyPatch, block: int, dtype: type) -> None:
+    monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", block)
     rng = np.random.default_rng(7)
     high = np.iinfo(dtype).max
     values = np.concatenate([np.sort(rng.integers(0, high, 50)), [high, 0, 5, high],
                              np.sort(rng.integers(0, 40, 31))]).astype(dtype)
     for delta in (True, False):
-        packed = pack_column(values, delta)
-        back = unpack_column(packed, values.size, dtype, delta)
+        packed, ends = pack_column(values, delta)
+        back = unpack_column(packed, ends, values.size, dtype, delta)
         assert back.dtype == dtype and back.tolist() == values.tolist()
-    assert unpack_column(pack_column(values[:0], True), 0, dtype, True).size == 0
+        column = LazyColumn(packed, ends, values.size, dtype, delta)
+        assert column.cover(4, 5)[4] == values[4] and column.ready.sum() == 1
+        lo, hi = np.asarray([0, 20, 60]), np.asarray([2, 20, 61])
+        readable = column.cover_all(lo, hi)
+        assert readable[[0, 1, 60]].tolist() == values[[0, 1, 60]].tolist()
+    assert unpack_column(*pack_column(values[:0], True), 0, dtype, True).size == 0
 
 
-def test_wrong_length_is_refused() -> None:
-    packed = pack_column(np.arange(10, dtype=np.uint32), True)
+def test_damaged_columns_are_refused() -> None:
+    packed, ends = pack_column(np.arange(10, dtype=np.uint32), True)
+    with pytest.raises(ValueError, match="has 1 blocks, 70000 values need 2"):
+        unpack_column(packed, ends, 70_000, np.uint32, True)
     with pytest.raises(ValueError, match="inflates to 40 bytes, not 44"):
-        unpack_column(packed, 11, np.uint32, True)
+        unpack_column(packed, ends, 11, np.uint32, True)
 
 
 def build(count: int) -> Index:
@@ -63,11 +71,11 @@ def test_loaded_chunks_inflate_on_first_read_and_save_as_loaded() -> None:
     assert state["version"] == 3
     loaded = index_from_state(state)
     chunks = loaded.postings["title"]._chunks
-    assert chunks and all(chunk._docs is None and chunk._positions is None for chunk in chunks)
+    assert chunks and not any(chunk._docs.ready.any() or chunk._positions.ready.any() for chunk in chunks)
     star = loaded.lexicon.id_of("star")
     assert star is not None
     assert sorted(loaded.postings["title"].bitmap([star])) == sorted(index.postings["title"].bitmap([star]))
-    assert any(chunk._docs is not None for chunk in chunks) and all(chunk._positions is None for chunk in chunks)
+    assert any(chunk._docs.ready.any() for chunk in chunks) and not any(chunk._positions.ready.any() for chunk in chunks)
     again = index_to_state(loaded)["postings"]["title"]["chunks"]
     assert [chunk["packed_docs"] for chunk in again] == [chunk["packed_docs"] for chunk in state["postings"]["title"]["chunks"]]
     assert answers(loaded) == answers(index)
@@ -79,8 +87,10 @@ def _as_version_2(state: dict[str, Any]) -> dict[str, Any]:
         for chunk in saved["chunks"]:
             position_type = np.uint16 if chunk["position_bytes"] == 2 else np.uint32
             tokens = chunk.pop("tokens")
-            chunk["token_docs"] = unpack_column(chunk.pop("packed_docs"), tokens, np.uint32, True).tobytes()
-            chunk["token_positions"] = unpack_column(chunk.pop("packed_positions"), tokens, position_type, False).tobytes()
+            doc_ends, position_ends = (np.frombuffer(chunk.pop(key), dtype=np.uint64) for key in ("doc_ends", "position_ends"))
+            chunk["token_docs"] = unpack_column(chunk.pop("packed_docs"), doc_ends, tokens, np.uint32, True).tobytes()
+            chunk["token_positions"] = unpack_column(chunk.pop("packed_positions"), position_ends, tokens,
+                                                     position_type, False).tobytes()
     return {**state, "version": 2}
 
 
@@ -100,4 +110,4 @@ def test_fresh_postings_pack_without_loading() -> None:
                  np.asarray([0, 1, 0], dtype=np.uint32))
     (terms, counts, packed), = postings.packed_chunks()
     assert terms.tolist() == [2, 4] and counts.tolist() == [1, 2] and packed.tokens == 3
-    assert unpack_column(packed.docs, 3, np.uint32, True).tolist() == [0, 0, 1]
+    assert unpack_column(packed.docs, packed.doc_ends, 3, np.uint32, True).tolist() == [0, 0, 1]
