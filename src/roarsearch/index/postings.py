@@ -95,7 +95,7 @@ def _unshuffle(raw: bytes, target: np.ndarray) -> None:
 
 
 def pack_column(values: np.ndarray, delta: bool) -> tuple[bytes, np.ndarray]:
-    """``values`` (unsigned) compressed in blocks of :data:`PACK_BLOCK_VALUES`, each
+    """``values`` (any numeric type; unsigned with ``delta``) compressed in blocks of :data:`PACK_BLOCK_VALUES`, each
     byte-shuffled and zlib-compressed on its own; with ``delta``, each value's difference from
     the previous one in its block (modulo the type's range) is stored instead. Returns the
     blocks back to back and the byte offset where each ends."""
@@ -134,7 +134,7 @@ class LazyColumn:
         raw = zlib.decompress(self.data[byte_start:int(self.ends[block])])
         if len(raw) != target.nbytes:
             raise ValueError(f"a saved token block inflates to {len(raw)} bytes, not {target.nbytes}")
-        _unshuffle(raw, target)
+        _unshuffle(raw, target.view(f"u{target.itemsize}"))  # floats and signed: their bits
         if self.delta:
             np.cumsum(target, dtype=target.dtype, out=target)
         self.ready[block] = True

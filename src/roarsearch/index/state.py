@@ -22,7 +22,7 @@ from roarsearch.index.docstore import RecordId, id_sort_key
 from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
-from roarsearch.index.postings import FieldPostings, PackedTokens
+from roarsearch.index.postings import FieldPostings, PackedTokens, pack_column, unpack_column
 from roarsearch.schema import GEO_FIELD, check_geo_point
 
 INDEX_STATE_VERSION = 3
@@ -36,8 +36,18 @@ def _bytes(array: np.ndarray) -> memoryview:
     return memoryview(np.ascontiguousarray(array).data).cast("B")
 
 
-def _array(buffer: bytes, dtype: type) -> np.ndarray:
+def _array(buffer: bytes | dict[str, Any], dtype: type, delta: bool = False) -> np.ndarray:
+    """A saved column array: packed by :func:`_packed` (version 3) or raw (older versions)."""
+    if isinstance(buffer, dict):
+        return unpack_column(buffer["packed"], np.frombuffer(buffer["ends"], dtype=np.uint64), int(buffer["count"]),
+                             dtype, delta)
     return np.frombuffer(buffer, dtype=dtype).copy()
+
+
+def _packed(array: np.ndarray, delta: bool = False) -> dict[str, Any]:
+    """A column array compressed as token columns are (``delta`` for doc ids: mostly ascending)."""
+    data, ends = pack_column(np.ascontiguousarray(array), delta)
+    return {"packed": data, "ends": _bytes(ends), "count": int(array.size)}
 
 
 def index_to_state(index: Index) -> dict[str, Any]:
@@ -72,17 +82,18 @@ def index_to_state(index: Index) -> dict[str, Any]:
                                  "has_bool": columns.has_bool}
         if columns.numeric is not None:
             docs, values = columns.numeric.pairs()
-            state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
-                                "order": _bytes(columns.numeric.sort_order()), "slots": columns.numeric.minimum.data.size,
+            state["numeric"] = {"docs": _packed(docs, delta=True), "values": _packed(values),
+                                "order": _packed(columns.numeric.sort_order()), "slots": columns.numeric.minimum.data.size,
                                 "doc_bitmap": columns.numeric.docs.serialize()}
             if columns.numeric.multi_valued:  # otherwise a doc's min, max and first are its value
-                state["numeric"].update({"min": _bytes(columns.numeric.minimum.data),
-                                         "max": _bytes(columns.numeric.maximum.data),
-                                         "first": _bytes(columns.numeric.first.data)})
+                state["numeric"].update({"min": _packed(columns.numeric.minimum.data),
+                                         "max": _packed(columns.numeric.maximum.data),
+                                         "first": _packed(columns.numeric.first.data)})
         if columns.values is not None:
             docs, value_ids = columns.values.pairs()
-            state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
-                               "first": _bytes(columns.values.first.data), "doc_bitmap": columns.values.docs.serialize()}
+            state["values"] = {"values": columns.values.values, "docs": _packed(docs, delta=True),
+                               "vids": _packed(value_ids), "first": _packed(columns.values.first.data),
+                               "doc_bitmap": columns.values.docs.serialize()}
         columns_state[path] = state
     return {
         "version": INDEX_STATE_VERSION,
@@ -162,7 +173,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
         columns.has_bool = bool(saved.get("has_bool", False))
         if "numeric" in saved:
             numeric = NumericColumn()
-            docs = _array(saved["numeric"]["docs"], np.uint32)
+            docs = _array(saved["numeric"]["docs"], np.uint32, delta=True)
             numeric._docs, numeric._values = [docs], [_array(saved["numeric"]["values"], np.float64)]
             # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
             # several values has adjacent pairs.
@@ -186,7 +197,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
             values = ValueColumn()
             values.values = list(saved["values"]["values"])
             values.ids = {value: value_id for value_id, value in enumerate(values.values)}
-            docs = _array(saved["values"]["docs"], np.uint32)
+            docs = _array(saved["values"]["docs"], np.uint32, delta=True)
             values._docs, values._vids = [docs], [_array(saved["values"]["vids"], np.uint32)]
             values.first.data = _array(saved["values"]["first"], np.int64)
             values.docs = (BitMap.deserialize(saved["values"]["doc_bitmap"]) if "doc_bitmap" in saved["values"]

@@ -1,9 +1,11 @@
 """This module tests the following properties:
 
 - saved token columns round-trip exactly: docs as wrapping deltas (a term's first doc is below
-  the previous term's last), positions as they are, uint16 and uint32, across slab boundaries;
+  the previous term's last), positions as they are, uint16 and uint32, across block boundaries;
 - a loaded chunk inflates a block of a column only when a read reaches it, and is saved again as
   it was loaded; damaged blocks are refused, never misread;
+- column arrays (numbers, value ids, per-doc first values) are saved compressed too, and raw ones
+  (older snapshots) still load to the same columns;
 - an index state of version 2 (raw token columns) still loads and answers the same as the
   current layout, and the current layout's columns are much smaller than the raw ones.
 """
@@ -111,3 +113,38 @@ def test_fresh_postings_pack_without_loading() -> None:
     (terms, counts, packed), = postings.packed_chunks()
     assert terms.tolist() == [2, 4] and counts.tolist() == [1, 2] and packed.tokens == 3
     assert unpack_column(packed.docs, packed.doc_ends, 3, np.uint32, True).tolist() == [0, 0, 1]
+
+
+def _unpacked_columns(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with its column arrays raw, as versions before 3 saved them."""
+    types = {"docs": np.uint32, "values": np.float64, "order": np.uint32, "min": np.float64, "max": np.float64,
+             "first": np.float64, "vids": np.uint32}
+    for saved in state["columns"].values():
+        for kind in ("numeric", "values"):
+            for key, value in saved.get(kind, {}).items():
+                if isinstance(value, dict):
+                    dtype = np.int64 if (kind, key) == ("values", "first") else types[key]
+                    ends = np.frombuffer(value["ends"], dtype=np.uint64)
+                    saved[kind][key] = unpack_column(value["packed"], ends, value["count"], dtype, key == "docs").tobytes()
+    return state
+
+
+def test_column_arrays_are_packed_and_raw_ones_still_load() -> None:
+    index = Index()
+    index.add_records([{"id": i, "n": (i * 7919) % 1000 / 3, "multi": [i, -i], "kind": ["a", "b", "c"][i % 3]}
+                       for i in range(3_000)])
+    state = index_to_state(index)
+    assert isinstance(state["columns"]["n"]["numeric"]["docs"], dict)
+    assert isinstance(state["columns"]["kind"]["values"]["first"], dict)
+    for loaded in (index_from_state(state), index_from_state(_unpacked_columns(index_to_state(index)))):
+        for field in ("n", "multi"):
+            expected, got = index.columns[field].numeric, loaded.columns[field].numeric
+            assert expected is not None and got is not None
+            assert [a.tolist() for a in got.pairs()] == [a.tolist() for a in expected.pairs()]
+            assert got.sort_order().tolist() == expected.sort_order().tolist()
+            assert got.minimum.data.tolist() == expected.minimum.data.tolist()
+            assert got.maximum.data.tolist() == expected.maximum.data.tolist()
+        values, got_values = index.columns["kind"].values, loaded.columns["kind"].values
+        assert values is not None and got_values is not None
+        assert [a.tolist() for a in got_values.pairs()] == [a.tolist() for a in values.pairs()]
+        assert got_values.first.data.tolist() == values.first.data.tolist()
