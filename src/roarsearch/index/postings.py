@@ -109,11 +109,16 @@ def pack_column(values: np.ndarray, delta: bool) -> tuple[bytes, np.ndarray]:
     return b"".join(parts), ends
 
 
+#: A loaded column of at most this many blocks is inflated whole on its first read (a few
+#: milliseconds), so that reads of it skip the per-block bookkeeping from then on.
+WHOLE_COLUMN_BLOCKS = 16
+
+
 class LazyColumn:
     """A saved token column, inflated block by block as reads reach it: ``values`` is allocated
     whole but its pages stay untouched (not resident) until a block is written into them."""
 
-    __slots__ = ("values", "ready", "data", "ends", "delta")
+    __slots__ = ("values", "ready", "missing", "data", "ends", "delta", "_lock")
 
     def __init__(self, data: Buffer, ends: np.ndarray, count: int, dtype: type, delta: bool) -> None:
         blocks = -(-count // PACK_BLOCK_VALUES)
@@ -121,26 +126,34 @@ class LazyColumn:
             raise ValueError(f"a saved token column has {ends.size} blocks, {count} values need {blocks}")
         self.values: np.ndarray = np.empty(count, dtype=dtype)
         self.ready = np.zeros(blocks, dtype=bool)
+        self.missing = blocks  # blocks not inflated yet: 0 makes every read a plain array access
         self.data = data
         self.ends = ends.astype(np.int64)
         self.delta = delta
+        self._lock = threading.Lock()
 
     def _inflate(self, block: int) -> None:
-        # Two readers may inflate the same block at once: they write the same values, and each
-        # marks it ready only after writing.
-        start = block * PACK_BLOCK_VALUES
-        target = self.values[start:start + PACK_BLOCK_VALUES]
-        byte_start = int(self.ends[block - 1]) if block else 0
-        raw = zlib.decompress(self.data[byte_start:int(self.ends[block])])
-        if len(raw) != target.nbytes:
-            raise ValueError(f"a saved token block inflates to {len(raw)} bytes, not {target.nbytes}")
-        _unshuffle(raw, target.view(f"u{target.itemsize}"))  # floats and signed: their bits
-        if self.delta:
-            np.cumsum(target, dtype=target.dtype, out=target)
-        self.ready[block] = True
+        with self._lock:  # readers wanting the same block wait for it rather than inflate it twice
+            if self.ready[block]:
+                return
+            start = block * PACK_BLOCK_VALUES
+            target = self.values[start:start + PACK_BLOCK_VALUES]
+            byte_start = int(self.ends[block - 1]) if block else 0
+            raw = zlib.decompress(self.data[byte_start:int(self.ends[block])])
+            if len(raw) != target.nbytes:
+                raise ValueError(f"a saved token block inflates to {len(raw)} bytes, not {target.nbytes}")
+            _unshuffle(raw, target.view(f"u{target.itemsize}"))  # floats and signed: their bits
+            if self.delta:
+                np.cumsum(target, dtype=target.dtype, out=target)
+            self.ready[block] = True
+            self.missing -= 1
 
     def cover(self, lo: int, hi: int) -> np.ndarray:
         """``values``, with at least tokens ``lo:hi`` inflated."""
+        if not self.missing:
+            return self.values
+        if self.ready.size <= WHOLE_COLUMN_BLOCKS:
+            return self.whole()
         if hi > lo:
             for block in range(lo // PACK_BLOCK_VALUES, (hi - 1) // PACK_BLOCK_VALUES + 1):
                 if not self.ready[block]:
@@ -149,6 +162,10 @@ class LazyColumn:
 
     def cover_all(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """``values``, with at least tokens ``lo[i]:hi[i]`` inflated for every i."""
+        if not self.missing:
+            return self.values
+        if self.ready.size <= WHOLE_COLUMN_BLOCKS:
+            return self.whole()
         present = hi > lo
         first = lo[present] // PACK_BLOCK_VALUES
         blocks = np.unique(_gather_index(first, (hi[present] - 1) // PACK_BLOCK_VALUES + 1))
@@ -157,8 +174,9 @@ class LazyColumn:
         return self.values
 
     def whole(self) -> np.ndarray:
-        for block in np.flatnonzero(~self.ready).tolist():
-            self._inflate(block)
+        if self.missing:
+            for block in np.flatnonzero(~self.ready).tolist():
+                self._inflate(block)
         return self.values
 
 
