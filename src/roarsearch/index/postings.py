@@ -17,11 +17,22 @@ a query asks for it and kept (in ``terms``) until a write adds docs to that term
 many terms (prefixes, wide typo expansions) is one gather and one bitmap build. Docs retired by
 deletes or upserts stay in the token arrays; every reader intersects with the alive docs or a
 universe derived from them.
+
+Saved (:meth:`FieldPostings.packed_chunks`), each chunk's token columns are compressed in
+blocks of :data:`PACK_BLOCK_VALUES` tokens: docs as differences from the previous token's doc
+(wrapping, so one ``cumsum`` restores them: within a term they are small gaps), positions as they
+are, each block byte-shuffled (every value's lowest byte first, …: the high bytes are nearly all
+zero) and zlib-compressed (level 1) — about a quarter of the raw bytes. A loaded chunk keeps the
+compressed blocks (views of the mapped snapshot) and inflates a block the first time a query
+reads a term inside it, so opening inflates nothing and memory follows what queries read;
+saved again unchanged, a chunk writes its blocks back as they are.
 """
 
 from __future__ import annotations
 
 import threading
+import zlib
+from typing import NamedTuple
 
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap
@@ -48,6 +59,131 @@ _SEARCH_COST = 16
 
 _EMPTY_U32 = np.empty(0, dtype=np.uint32)
 
+#: Saved token columns are compressed in independent blocks of this many values, so that a query
+#: inflates only the blocks holding the terms it reads.
+PACK_BLOCK_VALUES = 1 << 16
+PACK_LEVEL = 1
+
+Buffer = bytes | bytearray | memoryview
+
+
+class PackedTokens(NamedTuple):
+    """A chunk's token columns as saved: ``tokens`` tokens, docs and positions compressed by
+    :func:`pack_column` (docs as deltas) with the byte offset where each block ends; positions
+    are uint16 or uint32."""
+
+    tokens: int
+    docs: Buffer
+    doc_ends: np.ndarray
+    positions: Buffer
+    position_ends: np.ndarray
+    position_type: type
+
+
+def _shuffle(values: np.ndarray) -> bytes:
+    """The bytes of ``values``, every value's lowest byte first, then every second byte, …"""
+    return values.view(np.uint8).reshape(-1, values.dtype.itemsize).T.tobytes()
+
+
+def _unshuffle(raw: bytes, target: np.ndarray) -> None:
+    """Write into ``target`` (unsigned) the values :func:`_shuffle` turned into ``raw``."""
+    width, size = target.dtype.itemsize, target.size
+    planes = np.frombuffer(raw, dtype=np.uint8)
+    target[...] = planes[:size]
+    for plane in range(1, width):  # shift-or over contiguous planes: faster than a strided transpose
+        target |= planes[plane * size:(plane + 1) * size].astype(target.dtype) << (8 * plane)
+
+
+def pack_column(values: np.ndarray, delta: bool) -> tuple[bytes, np.ndarray]:
+    """``values`` (any numeric type; unsigned with ``delta``) compressed in blocks of :data:`PACK_BLOCK_VALUES`, each
+    byte-shuffled and zlib-compressed on its own; with ``delta``, each value's difference from
+    the previous one in its block (modulo the type's range) is stored instead. Returns the
+    blocks back to back and the byte offset where each ends."""
+    parts: list[bytes] = []
+    for start in range(0, values.size, PACK_BLOCK_VALUES):
+        block = values[start:start + PACK_BLOCK_VALUES]
+        if delta:
+            block = np.diff(block, prepend=values.dtype.type(0))
+        parts.append(zlib.compress(_shuffle(block), PACK_LEVEL))
+    ends = np.cumsum(np.fromiter(map(len, parts), dtype=np.uint64, count=len(parts)), dtype=np.uint64)
+    return b"".join(parts), ends
+
+
+#: A loaded column of at most this many blocks is inflated whole on its first read (a few
+#: milliseconds), so that reads of it skip the per-block bookkeeping from then on.
+WHOLE_COLUMN_BLOCKS = 16
+
+
+class LazyColumn:
+    """A saved token column, inflated block by block as reads reach it: ``values`` is allocated
+    whole but its pages stay untouched (not resident) until a block is written into them."""
+
+    __slots__ = ("values", "ready", "missing", "data", "ends", "delta", "_lock")
+
+    def __init__(self, data: Buffer, ends: np.ndarray, count: int, dtype: type, delta: bool) -> None:
+        blocks = -(-count // PACK_BLOCK_VALUES)
+        if ends.size != blocks:
+            raise ValueError(f"a saved token column has {ends.size} blocks, {count} values need {blocks}")
+        self.values: np.ndarray = np.empty(count, dtype=dtype)
+        self.ready = np.zeros(blocks, dtype=bool)
+        self.missing = blocks  # blocks not inflated yet: 0 makes every read a plain array access
+        self.data = data
+        self.ends = ends.astype(np.int64)
+        self.delta = delta
+        self._lock = threading.Lock()
+
+    def _inflate(self, block: int) -> None:
+        with self._lock:  # readers wanting the same block wait for it rather than inflate it twice
+            if self.ready[block]:
+                return
+            start = block * PACK_BLOCK_VALUES
+            target = self.values[start:start + PACK_BLOCK_VALUES]
+            byte_start = int(self.ends[block - 1]) if block else 0
+            raw = zlib.decompress(self.data[byte_start:int(self.ends[block])])
+            if len(raw) != target.nbytes:
+                raise ValueError(f"a saved token block inflates to {len(raw)} bytes, not {target.nbytes}")
+            _unshuffle(raw, target.view(f"u{target.itemsize}"))  # floats and signed: their bits
+            if self.delta:
+                np.cumsum(target, dtype=target.dtype, out=target)
+            self.ready[block] = True
+            self.missing -= 1
+
+    def cover(self, lo: int, hi: int) -> np.ndarray:
+        """``values``, with at least tokens ``lo:hi`` inflated."""
+        if not self.missing:
+            return self.values
+        if self.ready.size <= WHOLE_COLUMN_BLOCKS:
+            return self.whole()
+        if hi > lo:
+            for block in range(lo // PACK_BLOCK_VALUES, (hi - 1) // PACK_BLOCK_VALUES + 1):
+                if not self.ready[block]:
+                    self._inflate(block)
+        return self.values
+
+    def cover_all(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """``values``, with at least tokens ``lo[i]:hi[i]`` inflated for every i."""
+        if not self.missing:
+            return self.values
+        if self.ready.size <= WHOLE_COLUMN_BLOCKS:
+            return self.whole()
+        present = hi > lo
+        first = lo[present] // PACK_BLOCK_VALUES
+        blocks = np.unique(_gather_index(first, (hi[present] - 1) // PACK_BLOCK_VALUES + 1))
+        for block in blocks[~self.ready[blocks]].tolist():
+            self._inflate(block)
+        return self.values
+
+    def whole(self) -> np.ndarray:
+        if self.missing:
+            for block in np.flatnonzero(~self.ready).tolist():
+                self._inflate(block)
+        return self.values
+
+
+def unpack_column(data: Buffer, ends: np.ndarray, count: int, dtype: type, delta: bool) -> np.ndarray:
+    """The ``count`` values :func:`pack_column` compressed into ``data`` (blocks ending at ``ends``)."""
+    return LazyColumn(data, ends, count, dtype, delta).whole()
+
 
 def _narrow_positions(positions: np.ndarray) -> np.ndarray:
     if positions.size and int(positions.max()) >= _NARROW_LIMIT:
@@ -59,13 +195,65 @@ class _Chunk:
     """Tokens of a run of batches, grouped by term: term ``terms[i]`` owns tokens
     ``starts[i]:starts[i + 1]`` of ``docs`` and ``positions`` (docs ascending within a term)."""
 
-    __slots__ = ("terms", "starts", "docs", "positions")
+    __slots__ = ("terms", "starts", "_docs", "_positions", "packed")
 
-    def __init__(self, terms: np.ndarray, starts: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
+    def __init__(self, terms: np.ndarray, starts: np.ndarray, docs: np.ndarray | LazyColumn,
+                 positions: np.ndarray | LazyColumn, packed: PackedTokens | None = None) -> None:
         self.terms = terms
         self.starts = starts
-        self.docs = docs
-        self.positions = positions
+        self._docs = docs
+        self._positions = positions
+        #: The token columns as loaded from a snapshot (None for chunks built since), saved again
+        #: as they are; ``_docs`` and ``_positions`` are then :class:`LazyColumn` over them.
+        self.packed = packed
+
+    @classmethod
+    def from_packed(cls, terms: np.ndarray, starts: np.ndarray, packed: PackedTokens) -> _Chunk:
+        return cls(terms, starts, LazyColumn(packed.docs, packed.doc_ends, packed.tokens, np.uint32, delta=True),
+                   LazyColumn(packed.positions, packed.position_ends, packed.tokens, packed.position_type, delta=False),
+                   packed)
+
+    @property
+    def docs(self) -> np.ndarray:
+        """Every token's doc (inflating them all, for a loaded chunk)."""
+        docs = self._docs
+        return docs.whole() if isinstance(docs, LazyColumn) else docs
+
+    @property
+    def positions(self) -> np.ndarray:
+        positions = self._positions
+        return positions.whole() if isinstance(positions, LazyColumn) else positions
+
+    def docs_in(self, lo: int, hi: int) -> np.ndarray:
+        """The docs column, tokens ``lo:hi`` at least readable."""
+        docs = self._docs
+        return docs.cover(lo, hi) if isinstance(docs, LazyColumn) else docs
+
+    def positions_in(self, lo: int, hi: int) -> np.ndarray:
+        positions = self._positions
+        return positions.cover(lo, hi) if isinstance(positions, LazyColumn) else positions
+
+    def docs_in_all(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The docs column, tokens ``lo[i]:hi[i]`` readable for every i."""
+        docs = self._docs
+        return docs.cover_all(lo, hi) if isinstance(docs, LazyColumn) else docs
+
+    def positions_in_all(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        positions = self._positions
+        return positions.cover_all(lo, hi) if isinstance(positions, LazyColumn) else positions
+
+    @property
+    def position_type(self) -> type:
+        positions = self._positions
+        return positions.values.dtype.type if isinstance(positions, LazyColumn) else positions.dtype.type
+
+    def pack(self) -> PackedTokens:
+        """The token columns compressed (as loaded, when they were)."""
+        if self.packed is not None:
+            return self.packed
+        docs, doc_ends = pack_column(self.docs, delta=True)
+        positions, position_ends = pack_column(self.positions, delta=False)
+        return PackedTokens(self.size, docs, doc_ends, positions, position_ends, self.position_type)
 
     @classmethod
     def from_sorted(cls, sorted_terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> _Chunk:
@@ -79,7 +267,7 @@ class _Chunk:
 
     @property
     def size(self) -> int:
-        return int(self.docs.size)
+        return int(self.starts[-1])
 
     def ranges(self, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) token offsets of each of ``term_ids`` here (empty ranges for absent terms)."""
@@ -132,7 +320,7 @@ def merge_chunks(chunks: list[_Chunk]) -> _Chunk:
     starts = np.zeros(terms.size + 1, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])
     total = int(starts[-1])
-    wide = any(chunk.positions.dtype == np.uint32 for chunk in chunks)
+    wide = any(chunk.position_type == np.uint32 for chunk in chunks)
     docs = np.empty(total, dtype=np.uint32)
     positions = np.empty(total, dtype=np.uint32 if wide else np.uint16)
     filled = starts[:-1].copy()  # where each term's next tokens go
@@ -206,11 +394,11 @@ class FieldPostings:
             if term_ids.size == 1:
                 start, end = chunk.range_of(int(term_ids[0]))
                 if end > start:
-                    parts.append(chunk.docs[start:end])
+                    parts.append(chunk.docs_in(start, end)[start:end])
                 continue
             lo, hi = chunk.ranges(term_ids)
             if int((hi - lo).sum()):
-                parts.append(chunk.docs[_gather_index(lo, hi)])
+                parts.append(chunk.docs_in_all(lo, hi)[_gather_index(lo, hi)])
         if not parts:
             return _EMPTY_U32
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -268,16 +456,17 @@ class FieldPostings:
                 start, end = chunk.range_of(int(term_ids[0]))
                 if end == start:
                     continue
-                chunk_docs = chunk.docs[start:end]
-                chunk_positions = chunk.positions[start:end]
+                chunk_docs = chunk.docs_in(start, end)[start:end]
+                chunk_positions = chunk.positions_in(start, end)[start:end]
             else:
                 lo, hi = chunk.ranges(term_ids)
                 present = hi > lo
                 if not present.any():
                     continue
-                index = _gather_index(lo[present], hi[present])
-                chunk_docs = chunk.docs[index]
-                chunk_positions = chunk.positions[index]
+                lo, hi = lo[present], hi[present]
+                index = _gather_index(lo, hi)
+                chunk_docs = chunk.docs_in_all(lo, hi)[index]
+                chunk_positions = chunk.positions_in_all(lo, hi)[index]
             inside = chunk_docs < doc_mask.size
             inside[inside] = doc_mask[chunk_docs[inside]]
             found_docs.append(chunk_docs[inside])
@@ -330,12 +519,12 @@ class FieldPostings:
             return empty, empty
         mask: np.ndarray | None = None
         for chunk in list(self._chunks):
-            chunk_docs, positions = chunk.docs, chunk.positions
             if term_ids.size == 1:  # the common case, in scalar steps (each numpy call costs microseconds)
                 first, last = chunk.range_of(int(term_ids[0]))
                 if last == first:
                     continue
                 lo, hi, total = np.asarray([first]), np.asarray([last]), last - first
+                chunk_docs, positions = chunk.docs_in(first, last), chunk.positions_in(first, last)
             else:
                 lo, hi = chunk.ranges(term_ids)
                 present = hi > lo
@@ -343,6 +532,7 @@ class FieldPostings:
                     continue
                 lo, hi = lo[present], hi[present]
                 total = int((hi - lo).sum())
+                chunk_docs, positions = chunk.docs_in_all(lo, hi), chunk.positions_in_all(lo, hi)
             lengths = hi - lo
             if lo.size <= _SEARCHED_TERMS and docs.size * lo.size * _SEARCH_COST < total:
                 if lo.size == 1 and docs.size == 1:
@@ -405,6 +595,21 @@ class FieldPostings:
         """:meth:`csr_arrays` of each chunk as it is (saving them merges nothing)."""
         return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.docs, chunk.positions)
                 for chunk in list(self._chunks)]
+
+    def packed_chunks(self) -> list[tuple[np.ndarray, np.ndarray, PackedTokens]]:
+        """Each chunk as (distinct term ids, token count per term, compressed token columns)."""
+        return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.pack()) for chunk in list(self._chunks)]
+
+    def load_packed_chunks(self, chunks: list[tuple[np.ndarray, np.ndarray, PackedTokens]]) -> None:
+        """Chunks saved by :meth:`packed_chunks`, in the same (doc) order; inflated on first read."""
+        loaded = []
+        for terms, counts, packed in chunks:
+            if packed.tokens:
+                starts = np.zeros(terms.size + 1, dtype=np.int64)
+                np.cumsum(counts, out=starts[1:])
+                loaded.append(_Chunk.from_packed(terms.astype(np.uint32, copy=False), starts, packed))
+        self._chunks = loaded
+        self._absent = set()
 
     def load_chunk_arrays(self, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
         """Chunks saved by :meth:`chunk_arrays`, in the same (doc) order."""

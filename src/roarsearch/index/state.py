@@ -22,13 +22,13 @@ from roarsearch.index.docstore import RecordId, id_sort_key
 from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
-from roarsearch.index.postings import FieldPostings
+from roarsearch.index.postings import FieldPostings, PackedTokens, pack_column, unpack_column
 from roarsearch.schema import GEO_FIELD, check_geo_point
 
-INDEX_STATE_VERSION = 2
+INDEX_STATE_VERSION = 3
 #: Versions this module still reads (version 1 also saved every term's bitmap; they are rebuilt
-#: from the token arrays on demand, so loading ignores them).
-READABLE_STATE_VERSIONS = (1, 2)
+#: from the token arrays on demand, so loading ignores them; version 2 saved token columns raw).
+READABLE_STATE_VERSIONS = (1, 2, 3)
 
 
 def _bytes(array: np.ndarray) -> memoryview:
@@ -36,32 +36,45 @@ def _bytes(array: np.ndarray) -> memoryview:
     return memoryview(np.ascontiguousarray(array).data).cast("B")
 
 
-def _array(buffer: bytes, dtype: type) -> np.ndarray:
+def _array(buffer: bytes | dict[str, Any], dtype: type, delta: bool = False) -> np.ndarray:
+    """A saved column array: packed by :func:`_packed` (version 3) or raw (older versions)."""
+    if isinstance(buffer, dict):
+        return unpack_column(buffer["packed"], np.frombuffer(buffer["ends"], dtype=np.uint64), int(buffer["count"]),
+                             dtype, delta)
     return np.frombuffer(buffer, dtype=dtype).copy()
+
+
+def _packed(array: np.ndarray, delta: bool = False) -> dict[str, Any]:
+    """A column array compressed as token columns are (``delta`` for doc ids: mostly ascending)."""
+    data, ends = pack_column(np.ascontiguousarray(array), delta)
+    return {"packed": data, "ends": _bytes(ends), "count": int(array.size)}
 
 
 def index_to_state(index: Index) -> dict[str, Any]:
     """The whole index as msgpack-ready data: bitmaps serialised, numpy arrays as raw buffers.
 
-    Layout (version 2): ``docs`` (record ids, the live records' msgpack payloads packed and
+    Layout (version 3): ``docs`` (record ids, the live records' msgpack payloads packed and
     zlib-compressed in parts with per-doc lengths, alive bitmap, id-order flag),
     ``lexicon`` (the lexicon's own state), ``text_fields``, ``postings`` per field (the
-    term-sorted token arrays: distinct term ids with their token counts, then each token's doc
-    and position; term bitmaps are derived from them on demand), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
+    term-sorted token arrays per chunk: distinct term ids with their token counts, then the
+    ``tokens`` count and the compressed blocks of :func:`~roarsearch.index.postings.pack_column`,
+    ``packed_docs`` (deltas) and ``packed_positions``, with the byte offsets where their blocks end
+    (``doc_ends``, ``position_ends``); term bitmaps are derived from them on demand), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
     with their pairs and per-doc first value id).
     """
     docstore = index.docs
     postings_state: dict[str, Any] = {}
     for path, postings in index.postings.items():
         # Per chunk, tokens grouped by term: distinct terms with their run lengths, then each
-        # token's doc and position (positions as 2-byte integers when every one fits). Chunks are
-        # saved as they are: a snapshot merges nothing.
+        # token's doc and position, compressed (positions as 2-byte integers when every one
+        # fits). Chunks are saved as they are: a snapshot merges nothing.
         postings_state[path] = {
             "field_docs": postings.docs.serialize(),
-            "chunks": [{"term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts),
-                        "token_docs": _bytes(token_docs), "token_positions": _bytes(token_positions),
-                        "position_bytes": token_positions.dtype.itemsize}
-                       for term_ids, term_counts, token_docs, token_positions in postings.chunk_arrays()],
+            "chunks": [{"term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts), "tokens": packed.tokens,
+                        "packed_docs": packed.docs, "doc_ends": _bytes(packed.doc_ends),
+                        "packed_positions": packed.positions, "position_ends": _bytes(packed.position_ends),
+                        "position_bytes": np.dtype(packed.position_type).itemsize}
+                       for term_ids, term_counts, packed in postings.packed_chunks()],
         }
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
@@ -69,17 +82,18 @@ def index_to_state(index: Index) -> dict[str, Any]:
                                  "has_bool": columns.has_bool}
         if columns.numeric is not None:
             docs, values = columns.numeric.pairs()
-            state["numeric"] = {"docs": _bytes(docs), "values": _bytes(values),
-                                "order": _bytes(columns.numeric.sort_order()), "slots": columns.numeric.minimum.data.size,
+            state["numeric"] = {"docs": _packed(docs, delta=True), "values": _packed(values),
+                                "order": _packed(columns.numeric.sort_order()), "slots": columns.numeric.minimum.data.size,
                                 "doc_bitmap": columns.numeric.docs.serialize()}
             if columns.numeric.multi_valued:  # otherwise a doc's min, max and first are its value
-                state["numeric"].update({"min": _bytes(columns.numeric.minimum.data),
-                                         "max": _bytes(columns.numeric.maximum.data),
-                                         "first": _bytes(columns.numeric.first.data)})
+                state["numeric"].update({"min": _packed(columns.numeric.minimum.data),
+                                         "max": _packed(columns.numeric.maximum.data),
+                                         "first": _packed(columns.numeric.first.data)})
         if columns.values is not None:
             docs, value_ids = columns.values.pairs()
-            state["values"] = {"values": columns.values.values, "docs": _bytes(docs), "vids": _bytes(value_ids),
-                               "first": _bytes(columns.values.first.data), "doc_bitmap": columns.values.docs.serialize()}
+            state["values"] = {"values": columns.values.values, "docs": _packed(docs, delta=True),
+                               "vids": _packed(value_ids), "first": _packed(columns.values.first.data),
+                               "doc_bitmap": columns.values.docs.serialize()}
         columns_state[path] = state
     return {
         "version": INDEX_STATE_VERSION,
@@ -101,6 +115,13 @@ def _token_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return (np.frombuffer(saved["term_ids"], dtype=np.uint32), np.frombuffer(saved["term_counts"], dtype=np.uint32),
             np.frombuffer(saved["token_docs"], dtype=np.uint32),
             np.frombuffer(saved["token_positions"], dtype=position_type))
+
+
+def _packed_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, PackedTokens]:
+    return (np.frombuffer(saved["term_ids"], dtype=np.uint32), np.frombuffer(saved["term_counts"], dtype=np.uint32),
+            PackedTokens(int(saved["tokens"]), saved["packed_docs"], np.frombuffer(saved["doc_ends"], dtype=np.uint64),
+                         saved["packed_positions"], np.frombuffer(saved["position_ends"], dtype=np.uint64),
+                         np.uint16 if saved.get("position_bytes") == 2 else np.uint32))
 
 
 def index_from_state(state: dict[str, Any]) -> Index:
@@ -134,7 +155,9 @@ def index_from_state(state: dict[str, Any]) -> Index:
         postings = FieldPostings()
         postings.docs = BitMap.deserialize(saved["field_docs"])
         # Views over the loaded buffers, not copies: token arrays are never written in place.
-        if "chunks" in saved:
+        if "chunks" in saved and saved["chunks"] and "packed_docs" in saved["chunks"][0]:
+            postings.load_packed_chunks([_packed_chunk(chunk) for chunk in saved["chunks"]])
+        elif "chunks" in saved:  # version 2: raw token columns
             postings.load_chunk_arrays([_token_chunk(chunk) for chunk in saved["chunks"]])
         elif "term_counts" in saved:  # one chunk (snapshots of early version 2)
             postings.load_chunk_arrays([_token_chunk(saved)])
@@ -150,7 +173,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
         columns.has_bool = bool(saved.get("has_bool", False))
         if "numeric" in saved:
             numeric = NumericColumn()
-            docs = _array(saved["numeric"]["docs"], np.uint32)
+            docs = _array(saved["numeric"]["docs"], np.uint32, delta=True)
             numeric._docs, numeric._values = [docs], [_array(saved["numeric"]["values"], np.float64)]
             # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
             # several values has adjacent pairs.
@@ -174,7 +197,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
             values = ValueColumn()
             values.values = list(saved["values"]["values"])
             values.ids = {value: value_id for value_id, value in enumerate(values.values)}
-            docs = _array(saved["values"]["docs"], np.uint32)
+            docs = _array(saved["values"]["docs"], np.uint32, delta=True)
             values._docs, values._vids = [docs], [_array(saved["values"]["vids"], np.uint32)]
             values.first.data = _array(saved["values"]["first"], np.int64)
             values.docs = (BitMap.deserialize(saved["values"]["doc_bitmap"]) if "doc_bitmap" in saved["values"]

@@ -49,7 +49,8 @@ Snapshot (``snapshot.rsnap``)::
 
     offset  size  field
     0       5     magic b"RSSNP"
-    5       1     format version (2, the blob layout of docs/durability.md; version 1 still read)
+    5       1     format version (4: the blob layout of docs/durability.md with compressed token
+                  columns; versions 1 and 2 still read)
     6       2     reserved, zero
     8       8     u64 body length
     16      4     u32 CRC-32 of the body
@@ -74,11 +75,14 @@ from typing import NamedTuple
 FORMAT_VERSION = 1
 
 WAL_MAGIC = b"RSWAL" + bytes([FORMAT_VERSION]) + b"\0\0"
-#: Snapshots are version 2 since their body took the blob layout (an older roarsearch must refuse
-#: them by name, not misread them); version 1 snapshots still load.
-SNAPSHOT_VERSION = 2
+#: Snapshots are version 2 since their body took the blob layout, version 4 since their token
+#: columns are compressed (an older roarsearch must refuse them by name, not misread them);
+#: versions 1 and 2 still load. 3 is skipped: one flipped bit would turn it into 2 or 1, a readable
+#: version, where 4 is two bits away from both (the header's version byte has no checksum).
+SNAPSHOT_VERSION = 4
 SNAPSHOT_MAGIC = b"RSSNP" + bytes([SNAPSHOT_VERSION]) + b"\0\0"
-READABLE_SNAPSHOT_MAGICS = frozenset(b"RSSNP" + bytes([version]) + b"\0\0" for version in (1, SNAPSHOT_VERSION))
+READABLE_SNAPSHOT_VERSIONS = (1, 2, SNAPSHOT_VERSION)
+READABLE_SNAPSHOT_MAGICS = frozenset(b"RSSNP" + bytes([version]) + b"\0\0" for version in READABLE_SNAPSHOT_VERSIONS)
 #: length, sequence, header crc, payload crc
 WAL_RECORD_HEADER = struct.Struct("<IQII")
 #: the part of the record header its own CRC covers

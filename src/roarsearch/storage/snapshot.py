@@ -65,6 +65,15 @@ Buffer = bytes | bytearray | memoryview
 _BUFFER_TYPES = {bytes, bytearray}
 
 
+class JoinedBuffers(tuple[Buffer, ...]):
+    """Buffers saved as one binary value (their bytes back to back) without being joined in
+    memory first: a reader gets one value (in the blob layout, one view of the mapping)."""
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self))
+
+
 def _bin_header(length: int) -> bytes:
     """msgpack bin8/16/32 header (big-endian lengths, as msgpack specifies)."""
     if length < 1 << 8:
@@ -86,22 +95,30 @@ class _Blobs:
         self.views: list[Buffer] = []
         self.size = 0
 
-    def add(self, view: Buffer) -> bytes:
+    def add(self, view: Buffer | JoinedBuffers) -> bytes:
         """Set ``view`` aside; returns the packed reference to it that goes in its place."""
         offset = self.size
-        self.views.append(view)
-        self.size += len(view)
+        parts = view if isinstance(view, JoinedBuffers) else (view,)
+        self.views.extend(parts)
+        length = view.size if isinstance(view, JoinedBuffers) else len(view)
+        self.size += length
         padding = -self.size % BLOB_ALIGN
         if padding:
             self.views.append(bytes(padding))
             self.size += padding
-        return msgpack.packb(msgpack.ExtType(BLOB_EXT, BLOB_REFERENCE.pack(offset, len(view))))
+        return msgpack.packb(msgpack.ExtType(BLOB_EXT, BLOB_REFERENCE.pack(offset, length)))
 
 
 def _pieces(value: Any, packer: msgpack.Packer, blobs: _Blobs | None = None) -> Iterator[Buffer]:
     """``value`` as msgpack, piece by piece; same bytes as ``packer.pack(value)`` — except, with
     ``blobs``, that large binary values are references into the blob region."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
+    if isinstance(value, JoinedBuffers):
+        if blobs is not None:
+            yield blobs.add(value)
+        else:
+            yield _bin_header(value.size)
+            yield from value
+    elif isinstance(value, (bytes, bytearray, memoryview)):
         view = memoryview(value).cast("B") if isinstance(value, memoryview) else value
         if len(view) >= DIRECT_WRITE_BYTES and blobs is not None:
             yield blobs.add(view)
@@ -275,7 +292,7 @@ def _decode(path: str, data: Buffer | mmap.mmap) -> Any:
         raise CorruptionError(f"{path}: offset 0: snapshot header is cut short ({len(data)} of {SNAPSHOT_HEADER.size} bytes)")
     magic, length, checksum = SNAPSHOT_HEADER.unpack_from(data, 0)
     if magic not in READABLE_SNAPSHOT_MAGICS:
-        readable = describe_version_mismatch(magic, SNAPSHOT_MAGIC, "snapshot", f"1 and {SNAPSHOT_VERSION}")
+        readable = describe_version_mismatch(magic, SNAPSHOT_MAGIC, "snapshot", f"1, 2 and {SNAPSHOT_VERSION}")
         raise CorruptionError(f"{path}: offset 0: {readable}")
     if any(data[20:SNAPSHOT_HEADER.size]):
         raise CorruptionError(f"{path}: offset 20: snapshot header's reserved bytes are not zero")

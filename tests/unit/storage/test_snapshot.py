@@ -8,7 +8,9 @@
   with no temporary file behind;
 - the failpoint in the middle of the write leaves the old snapshot in place, and the half-written
   temporary file carries no valid header;
-- another format version is named in the error.
+- another format version is named in the error;
+- ``JoinedBuffers`` (parts saved as one value, never joined in memory) read back as the one
+  value their bytes make, small and large, with what follows them intact.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ import os
 import random
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from roarsearch.errors import CorruptionError, StorageError
 from roarsearch.storage import failpoints
 from roarsearch.storage.format import SNAPSHOT_HEADER
 from roarsearch.storage.fs import FaultyFileSystem, FileSystem
-from roarsearch.storage.snapshot import DIRECT_WRITE_BYTES, read_snapshot, write_snapshot
+from roarsearch.storage.snapshot import DIRECT_WRITE_BYTES, JoinedBuffers, encode_chunks, read_snapshot, write_snapshot
 
 
 def sample_state(seed: int) -> dict:
@@ -84,13 +87,14 @@ def test_other_versions_are_named(tmp_path: Path) -> None:
     path = tmp_path / "snapshot.rsnap"
     write_snapshot(FileSystem(), str(path), {"a": 1})
     data = bytearray(path.read_bytes())
-    assert data[5] == 2  # the blob layout's version
-    data[5] = 1  # version 1 snapshots still load
-    path.write_bytes(bytes(data))
-    assert read_snapshot(FileSystem(), str(path)) == {"a": 1}
+    assert data[5] == 4  # compressed token columns
+    for older in (1, 2):  # versions 1 and 2 still load
+        data[5] = older
+        path.write_bytes(bytes(data))
+        assert read_snapshot(FileSystem(), str(path)) == {"a": 1}
     data[5] = 3
     path.write_bytes(bytes(data))
-    with pytest.raises(CorruptionError, match="snapshot of format version 3; this roarsearch reads format versions 1 and 2"):
+    with pytest.raises(CorruptionError, match="snapshot of format version 3; this roarsearch reads format versions 1, 2 and 4"):
         read_snapshot(FileSystem(), str(path))
 
 
@@ -127,3 +131,18 @@ def test_failpoint_during_write_leaves_old_snapshot(tmp_path: Path) -> None:
     assert partial[:SNAPSHOT_HEADER.size] == bytes(SNAPSHOT_HEADER.size)  # no valid header on a torn file
     with pytest.raises(CorruptionError, match="offset 0: not a roarsearch snapshot"):
         read_snapshot(FileSystem(), path + ".tmp")
+
+
+def test_joined_buffers_read_back_as_one_value(tmp_path: Path) -> None:
+    path = str(tmp_path / "snapshot.rsnap")
+    large = [bytes([n]) * (DIRECT_WRITE_BYTES // 3 + n) for n in range(5)]
+    state = {"small": JoinedBuffers([b"ab", memoryview(b"cd"), bytearray(b"e")]), "large": JoinedBuffers(large),
+             "empty": JoinedBuffers([]), "after": [b"x" * DIRECT_WRITE_BYTES, 7]}
+    write_snapshot(FileSystem(), path, state)
+    loaded = read_snapshot(FileSystem(), path)
+    assert bytes(loaded["small"]) == b"abcde" and bytes(loaded["large"]) == b"".join(large)
+    assert bytes(loaded["empty"]) == b""
+    assert bytes(loaded["after"][0]) == b"x" * DIRECT_WRITE_BYTES and loaded["after"][1] == 7
+    # Outside the blob layout they are one msgpack binary too.
+    assert msgpack.unpackb(b"".join(map(bytes, encode_chunks(state)))) == {
+        "small": b"abcde", "large": b"".join(large), "empty": b"", "after": [b"x" * DIRECT_WRITE_BYTES, 7]}

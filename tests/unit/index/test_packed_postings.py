@@ -1,0 +1,150 @@
+"""This module tests the following properties:
+
+- saved token columns round-trip exactly: docs as wrapping deltas (a term's first doc is below
+  the previous term's last), positions as they are, uint16 and uint32, across block boundaries;
+- a loaded chunk inflates a block of a column only when a read reaches it, and is saved again as
+  it was loaded; damaged blocks are refused, never misread;
+- column arrays (numbers, value ids, per-doc first values) are saved compressed too, and raw ones
+  (older snapshots) still load to the same columns;
+- an index state of version 2 (raw token columns) still loads and answers the same as the
+  current layout, and the current layout's columns are much smaller than the raw ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from roarsearch.index import postings as postings_module
+from roarsearch.index.index import Index
+from roarsearch.index.postings import FieldPostings, LazyColumn, pack_column, unpack_column
+from roarsearch.index.state import index_from_state, index_to_state
+
+
+@pytest.mark.parametrize("block", [3, 1 << 16])
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32])
+def test_columns_round_trip(monkeypatch: pytest.MonkeyPatch, block: int, dtype: type) -> None:
+    monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", block)
+    rng = np.random.default_rng(7)
+    high = np.iinfo(dtype).max
+    values = np.concatenate([np.sort(rng.integers(0, high, 50)), [high, 0, 5, high],
+                             np.sort(rng.integers(0, 40, 31))]).astype(dtype)
+    for delta in (True, False):
+        packed, ends = pack_column(values, delta)
+        back = unpack_column(packed, ends, values.size, dtype, delta)
+        assert back.dtype == dtype and back.tolist() == values.tolist()
+        column = LazyColumn(packed, ends, values.size, dtype, delta)
+        assert column.cover(4, 5)[4] == values[4] and column.ready.sum() == 1
+        lo, hi = np.asarray([0, 20, 60]), np.asarray([2, 20, 61])
+        readable = column.cover_all(lo, hi)
+        assert readable[[0, 1, 60]].tolist() == values[[0, 1, 60]].tolist()
+    assert unpack_column(*pack_column(values[:0], True), 0, dtype, True).size == 0
+
+
+def test_damaged_columns_are_refused() -> None:
+    packed, ends = pack_column(np.arange(10, dtype=np.uint32), True)
+    with pytest.raises(ValueError, match="has 1 blocks, 70000 values need 2"):
+        unpack_column(packed, ends, 70_000, np.uint32, True)
+    with pytest.raises(ValueError, match="inflates to 40 bytes, not 44"):
+        unpack_column(packed, ends, 11, np.uint32, True)
+
+
+def build(count: int) -> Index:
+    index = Index()
+    index.add_records([{"id": i, "title": f"star {'wars ' * (i % 4)}alpha{i % 7} w{i}", "n": i}
+                       for i in range(count)])
+    index.add_records([{"id": i, "title": f"beta star{i % 3}", "n": -i} for i in range(count, count + 50)])
+    return index
+
+
+def answers(index: Index) -> dict[str, Any]:
+    postings = index.postings["title"]
+    terms, counts, docs, positions = postings.csr_arrays()
+    return {"terms": terms.tolist(), "counts": counts.tolist(), "docs": docs.tolist(),
+            "positions": positions.tolist(),
+            "bitmaps": {term: sorted(bitmap) for term, bitmap in postings.all_terms().items()}}
+
+
+def test_loaded_chunks_inflate_on_first_read_and_save_as_loaded() -> None:
+    index = build(300)
+    state = index_to_state(index)
+    assert state["version"] == 3
+    loaded = index_from_state(state)
+    chunks = loaded.postings["title"]._chunks
+    assert chunks and not any(chunk._docs.ready.any() or chunk._positions.ready.any() for chunk in chunks)
+    star = loaded.lexicon.id_of("star")
+    assert star is not None
+    assert sorted(loaded.postings["title"].bitmap([star])) == sorted(index.postings["title"].bitmap([star]))
+    assert any(chunk._docs.ready.any() for chunk in chunks) and not any(chunk._positions.ready.any() for chunk in chunks)
+    again = index_to_state(loaded)["postings"]["title"]["chunks"]
+    assert [chunk["packed_docs"] for chunk in again] == [chunk["packed_docs"] for chunk in state["postings"]["title"]["chunks"]]
+    assert answers(loaded) == answers(index)
+
+
+def _as_version_2(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with the raw token columns of index state version 2."""
+    for saved in state["postings"].values():
+        for chunk in saved["chunks"]:
+            position_type = np.uint16 if chunk["position_bytes"] == 2 else np.uint32
+            tokens = chunk.pop("tokens")
+            doc_ends, position_ends = (np.frombuffer(chunk.pop(key), dtype=np.uint64) for key in ("doc_ends", "position_ends"))
+            chunk["token_docs"] = unpack_column(chunk.pop("packed_docs"), doc_ends, tokens, np.uint32, True).tobytes()
+            chunk["token_positions"] = unpack_column(chunk.pop("packed_positions"), position_ends, tokens,
+                                                     position_type, False).tobytes()
+    return {**state, "version": 2}
+
+
+def test_version_2_state_still_loads() -> None:
+    index = build(2_000)
+    state = index_to_state(index)
+    packed = sum(len(chunk["packed_docs"]) + len(chunk["packed_positions"]) for chunk in state["postings"]["title"]["chunks"])
+    old = _as_version_2(index_to_state(index))
+    raw = sum(len(chunk["token_docs"]) + len(chunk["token_positions"]) for chunk in old["postings"]["title"]["chunks"])
+    assert packed * 2 < raw
+    assert answers(index_from_state(old)) == answers(index)
+
+
+def test_fresh_postings_pack_without_loading() -> None:
+    postings = FieldPostings()
+    postings.add(np.asarray([0, 0, 1], dtype=np.uint32), np.asarray([4, 2, 4], dtype=np.uint32),
+                 np.asarray([0, 1, 0], dtype=np.uint32))
+    (terms, counts, packed), = postings.packed_chunks()
+    assert terms.tolist() == [2, 4] and counts.tolist() == [1, 2] and packed.tokens == 3
+    assert unpack_column(packed.docs, packed.doc_ends, 3, np.uint32, True).tolist() == [0, 0, 1]
+
+
+def _unpacked_columns(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with its column arrays raw, as versions before 3 saved them."""
+    types = {"docs": np.uint32, "values": np.float64, "order": np.uint32, "min": np.float64, "max": np.float64,
+             "first": np.float64, "vids": np.uint32}
+    for saved in state["columns"].values():
+        for kind in ("numeric", "values"):
+            for key, value in saved.get(kind, {}).items():
+                if isinstance(value, dict):
+                    dtype = np.int64 if (kind, key) == ("values", "first") else types[key]
+                    ends = np.frombuffer(value["ends"], dtype=np.uint64)
+                    saved[kind][key] = unpack_column(value["packed"], ends, value["count"], dtype, key == "docs").tobytes()
+    return state
+
+
+def test_column_arrays_are_packed_and_raw_ones_still_load() -> None:
+    index = Index()
+    index.add_records([{"id": i, "n": (i * 7919) % 1000 / 3, "multi": [i, -i], "kind": ["a", "b", "c"][i % 3]}
+                       for i in range(3_000)])
+    state = index_to_state(index)
+    assert isinstance(state["columns"]["n"]["numeric"]["docs"], dict)
+    assert isinstance(state["columns"]["kind"]["values"]["first"], dict)
+    for loaded in (index_from_state(state), index_from_state(_unpacked_columns(index_to_state(index)))):
+        for field in ("n", "multi"):
+            expected, got = index.columns[field].numeric, loaded.columns[field].numeric
+            assert expected is not None and got is not None
+            assert [a.tolist() for a in got.pairs()] == [a.tolist() for a in expected.pairs()]
+            assert got.sort_order().tolist() == expected.sort_order().tolist()
+            assert got.minimum.data.tolist() == expected.minimum.data.tolist()
+            assert got.maximum.data.tolist() == expected.maximum.data.tolist()
+        values, got_values = index.columns["kind"].values, loaded.columns["kind"].values
+        assert values is not None and got_values is not None
+        assert [a.tolist() for a in got_values.pairs()] == [a.tolist() for a in values.pairs()]
+        assert got_values.first.data.tolist() == values.first.data.tolist()
