@@ -196,6 +196,7 @@ _SCALAR_NUMBER = frozenset((int, float, type(None)))
 _LIST_OR_NONE = frozenset((list, type(None)))
 _TEXT_ONLY = frozenset((str,))
 _FLAT_KINDS = frozenset((str, int, float, bool, list, type(None)))
+_NESTED_KINDS = frozenset((dict, list))
 
 
 def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
@@ -207,25 +208,26 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
     A field whose values are all strings (or all numbers) is taken whole; any other field (arrays,
     mixed kinds) is walked value by value, still in doc order.
     """
-    kinds = set(chain.from_iterable(map(type, record.values()) for record in records))
-    if not kinds <= _FLAT_KINDS:
-        return None
     keys = list(dict.fromkeys(chain.from_iterable(records)))
-    if list in kinds:
-        for key in keys:
-            for value in map(dict.get, records, repeat(key)):
-                if type(value) is list and any(type(element) in (dict, list) for element in value):
-                    return None
+    # Each field's values (None where a record lacks it) and their kinds, once: the shape check
+    # and the collection below both read them.
+    columns = [list(map(dict.get, records, repeat(key))) for key in keys]
+    column_types = [list(map(type, values)) for values in columns]
+    column_kinds = [set(types) for types in column_types]
+    for values, types, field_kinds in zip(columns, column_types, column_kinds):
+        if not field_kinds <= _FLAT_KINDS:
+            return None
+        if list in field_kinds:
+            lists = compress(values, map(operator.is_, types, repeat(list)))
+            if not set(map(type, chain.from_iterable(lists))).isdisjoint(_NESTED_KINDS):
+                return None
     count = len(records)
     docs = new_docs
     by_field: dict[str, _BatchFields] = {}
     first_text_at: list[tuple[int, int, str]] = []  # (record, key position, field): the order of ``*``
-    for key in keys:
+    for key, values, types, field_kinds in zip(keys, columns, column_types, column_kinds):
         if key == "id":
             continue
-        values = list(map(dict.get, records, repeat(key)))
-        types = list(map(type, values))
-        field_kinds = set(types)
         fields = by_field[key] = _BatchFields(value_fields.keeps(key))
         if field_kinds <= _SCALAR_TEXT:
             held = np.fromiter(map(operator.is_, types, repeat(str)), dtype=bool, count=count)
