@@ -13,7 +13,7 @@ The only per-record Python work is walking each record's leaves once.
 from __future__ import annotations
 
 import operator
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any
 
@@ -211,15 +211,15 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
     keys = list(dict.fromkeys(chain.from_iterable(records)))
     # Each field's values (None where a record lacks it) and their kinds, once: the shape check
     # and the collection below both read them.
-    columns = [list(map(dict.get, records, repeat(key))) for key in keys]
+    columns: list[list[Any]] = [list(map(dict.get, records, repeat(key))) for key in keys]
     column_types = [list(map(type, values)) for values in columns]
     column_kinds = [set(types) for types in column_types]
     for values, types, field_kinds in zip(columns, column_types, column_kinds):
         if not field_kinds <= _FLAT_KINDS:
             return None
         if list in field_kinds:
-            lists = compress(values, map(operator.is_, types, repeat(list)))
-            if not set(map(type, chain.from_iterable(lists))).isdisjoint(_NESTED_KINDS):
+            arrays: Iterator[list[Any]] = compress(values, map(operator.is_, types, repeat(list)))
+            if not set(map(type, chain.from_iterable(arrays))).isdisjoint(_NESTED_KINDS):
                 return None
     count = len(records)
     docs = new_docs
@@ -234,7 +234,7 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
             if not held.any():
                 del by_field[key]
                 continue
-            texts: list[str] = values if held.all() else list(compress(values, held))  # type: ignore[assignment,arg-type]
+            texts: list[str] = values if held.all() else list(compress(values, held))
             held_docs = docs[held]
             fields.present = held_docs
             fields.text_docs = held_docs
@@ -253,7 +253,7 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
             continue
         if field_kinds <= _LIST_OR_NONE:
             held = np.fromiter(map(operator.is_, types, repeat(list)), dtype=bool, count=count)
-            lists: list[list[Any]] = list(compress(values, held))  # type: ignore[arg-type]
+            lists: list[list[Any]] = list(compress(values, held))
             texts = list(chain.from_iterable(lists))
             if set(map(type, texts)) <= _TEXT_ONLY:  # arrays of strings (tags): taken whole too
                 lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
