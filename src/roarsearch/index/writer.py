@@ -13,6 +13,7 @@ The only per-record Python work is walking each record's leaves once.
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Collection, Iterator
 from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any
@@ -63,13 +64,14 @@ class _BatchFields:
 
 class _ValuePolicy:
     """Which fields of a batch have their exact values collected: those already indexed, and
-    (when the index indexes new fields at write time) every field the index has never seen."""
+    (when the index indexes new fields at write time) every field the index has never seen;
+    without an index, every field."""
 
     __slots__ = ("value_fields", "known")
 
-    def __init__(self, index: Index) -> None:
-        self.value_fields = index.value_fields
-        self.known: Collection[str] | None = index.columns if index.auto_values else None
+    def __init__(self, index: Index | None) -> None:
+        self.value_fields: Collection[str] = index.value_fields if index is not None else ()
+        self.known: Collection[str] | None = () if index is None else index.columns if index.auto_values else None
 
     def keeps(self, path: str) -> bool:
         return path in self.value_fields or (self.known is not None and path not in self.known)
@@ -170,24 +172,73 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
         _add_leaf(fields, path, doc, element, value, first_texts)
 
 
-def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> None:
+#: Batches of at least this many records store their documents (compression, which releases the
+#: GIL) in a second thread while this one indexes the fields.
+THREADED_STORE_RECORDS = 1_000
+
+Analysed = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
+
+
+class PreparedAdd:
+    """An add batch's leaves collected and its texts analysed, before the index is touched: pure
+    work, so the engine runs it while the batch's log record is written and fsynced. Values are
+    collected for every field; :func:`apply_add` keeps those of the fields the index indexes then."""
+
+    __slots__ = ("first_doc", "count", "by_field", "first_texts", "analysed")
+
+    def __init__(self, records: list[dict[str, Any]], first_doc: int) -> None:
+        self.first_doc = first_doc
+        self.count = len(records)
+        new_docs = np.arange(first_doc, first_doc + len(records), dtype=np.uint32)
+        every_field = _ValuePolicy(None)
+        collected = _collect_columns(records, new_docs, every_field)
+        if collected is None:
+            by_field: dict[str, _BatchFields] = {}
+            first_texts: list[str] = []
+            for doc, record in zip(new_docs.tolist(), records):
+                if not _collect_flat(doc, record, by_field, first_texts, every_field):
+                    _collect_nested(doc, record, by_field, first_texts, every_field)
+        else:
+            by_field, first_texts = collected
+        self.by_field = by_field
+        self.first_texts = first_texts
+        self.analysed: dict[str, Analysed] = {
+            path: analyze_batch_terms(fields.texts) for path, fields in by_field.items() if fields.texts}
+
+
+def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None,
+                prepared: PreparedAdd | None = None) -> None:
     """Insert or replace validated records (the last of repeated ids wins); ``payloads``: the
-    records already encoded, if they are."""
-    new_docs, _replaced = index.docs.add(records, payloads)
-    value_fields = _ValuePolicy(index)
-    collected = _collect_columns(records, new_docs, value_fields)
-    if collected is None:
-        by_field: dict[str, _BatchFields] = {}
-        first_texts: list[str] = []
-        for doc, record in zip(new_docs.tolist(), records):
-            if not _collect_flat(doc, record, by_field, first_texts, value_fields):
-                _collect_nested(doc, record, by_field, first_texts, value_fields)
+    records already encoded, if they are; ``prepared``: the batch already prepared, if it is."""
+    if prepared is None or prepared.first_doc != index.docs.next_doc or prepared.count != len(records):
+        prepared = PreparedAdd(records, index.docs.next_doc)
+    new_docs = np.arange(prepared.first_doc, prepared.first_doc + prepared.count, dtype=np.uint32)
+    store: threading.Thread | None = None
+    failure: list[BaseException] = []
+    if len(records) >= THREADED_STORE_RECORDS:
+        def store_records() -> None:
+            try:
+                index.docs.add(records, payloads)
+            except BaseException as error:  # re-raised below, in the writer's thread
+                failure.append(error)
+        store = threading.Thread(target=store_records, name="roarsearch-store")
+        store.start()
     else:
-        by_field, first_texts = collected
-    for path, fields in by_field.items():
-        _add_field(index, path, fields)
-    _add_points(index, records, new_docs, by_field)
-    index.note_text_fields(first_texts)
+        index.docs.add(records, payloads)
+    try:
+        value_fields = _ValuePolicy(index)
+        for path, fields in prepared.by_field.items():
+            if not value_fields.keeps(path):  # collected for every field; kept for indexed ones
+                fields.keep_values = False
+                fields.value_docs, fields.value_keys = [], []
+            _add_field(index, path, fields, prepared.analysed.get(path))
+        _add_points(index, records, new_docs, prepared.by_field)
+    finally:
+        if store is not None:
+            store.join()
+    if failure:
+        raise failure[0]
+    index.note_text_fields(prepared.first_texts)
     index.advance_generation()
 
 
@@ -316,7 +367,7 @@ def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarra
     index.geo.add(new_docs[positions], lat_values, lng_values)
 
 
-def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
+def _add_field(index: Index, path: str, fields: _BatchFields, analysed: Analysed | None) -> None:
     columns = index.columns.get(path)
     if columns is None:
         columns = index.columns[path] = FieldColumns(path, index.cache)
@@ -324,7 +375,7 @@ def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
     columns.has_bool |= fields.has_bool
     if fields.texts:
         columns.has_text = True
-        terms, token_terms, value_index, token_position = analyze_batch_terms(fields.texts)
+        terms, token_terms, value_index, token_position = analysed or analyze_batch_terms(fields.texts)
         if token_terms.size:
             term_ids = index.lexicon.intern_many(terms)  # the batch's distinct terms only
             docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
