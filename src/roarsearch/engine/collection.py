@@ -32,6 +32,7 @@ from roarsearch.index.docstore import pack_records
 from roarsearch.index.geo import whole_metres
 from roarsearch.index.index import Index
 from roarsearch.index.state import index_to_state
+from roarsearch.index.writer import PreparedAdd
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
 from roarsearch.query.fields import field_warnings, held_fields
 from roarsearch.query.request import SearchRequest
@@ -42,6 +43,10 @@ from roarsearch.schema import project
 from roarsearch.storage.store import CollectionStore
 
 log = logging.getLogger("roarsearch.engine")
+
+#: Add batches of at least this many records are logged in a second thread while this one
+#: prepares their indexing (a smaller batch is not worth the thread).
+THREADED_LOG_RECORDS = 1_000
 
 class ReadWriteLock:
     """Many readers or one writer; a waiting writer blocks new readers so writes are not starved."""
@@ -110,12 +115,14 @@ class Collection:
 
     # ------------------------------------------------------------------ writes
 
-    def apply(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
+    def apply(self, payload: dict[str, Any], packed_records: list[bytes] | None = None,
+              prepared: PreparedAdd | None = None) -> Any:
         """Apply one validated batch to the index (replay and live writes alike); ``packed_records``:
-        an add batch's records already msgpack-encoded, if they are."""
+        an add batch's records already msgpack-encoded, if they are; ``prepared``: an add batch
+        already prepared (:meth:`Index.prepare_add`), if it is."""
         operation = payload["op"]
         if operation == "add":
-            self.index.add_records(payload["records"], packed_records)
+            self.index.add_records(payload["records"], packed_records, prepared)
             return None
         if operation == "delete":
             return self.index.delete_ids(payload["ids"])
@@ -139,11 +146,16 @@ class Collection:
         packed = packed_records
         if packed is None and payload["op"] == "add":
             packed = pack_records(payload["records"])
+        prepared = None
         if self.store is not None:
             # Raises StorageError, having changed nothing, when it cannot.
-            self.store.log(payload, None if packed is None else ("records", packed))
+            records = ("records", packed) if packed is not None else None
+            if payload["op"] == "add" and len(payload["records"]) >= THREADED_LOG_RECORDS:
+                prepared = self._log_while_preparing(payload, records)
+            else:
+                self.store.log(payload, records)
         with self.lock.writing():
-            result = self.apply(payload, packed)
+            result = self.apply(payload, packed, prepared)
         if self.store is not None and self.store.should_snapshot():
             try:
                 self.take_snapshot()
@@ -152,6 +164,30 @@ class Collection:
                 # retried after later writes; until then the log keeps growing (and replays on open).
                 log.warning("collection %s: snapshot failed, batches stay in the write-ahead log: %s", self.name, error.data)
         return result
+
+    def _log_while_preparing(self, payload: dict[str, Any], records: tuple[str, list[bytes]] | None) -> PreparedAdd:
+        """Log an add batch (write, fsync: the GIL is released) in a second thread while this one
+        prepares its indexing (which touches nothing of the index); the batch is applied only
+        once the log holds it, and not at all when logging failed."""
+        assert self.store is not None
+        store = self.store
+        failure: list[BaseException] = []
+
+        def log() -> None:
+            try:
+                store.log(payload, records)
+            except BaseException as error:  # re-raised below, in the writer's thread
+                failure.append(error)
+
+        logger = threading.Thread(target=log, name="roarsearch-log")
+        logger.start()
+        try:
+            prepared = self.index.prepare_add(payload["records"])
+        finally:
+            logger.join()
+        if failure:
+            raise failure[0]
+        return prepared
 
     def write_delete_by_filter(self, request: SearchRequest) -> int:
         """Delete the records the request's filter selects, logged as the record ids it resolved to."""

@@ -274,8 +274,10 @@ class ValueColumn:
         top = int(first_docs[-1]) + 1
         self.first.ensure(top)
         self.first.data[first_docs] = value_ids[first_index]
-        pairs = np.unique(np.stack((docs.astype(np.int64), value_ids.astype(np.int64)), axis=1), axis=0)
-        docs, value_ids = pairs[:, 0].astype(np.uint32), pairs[:, 1].astype(np.uint32)
+        # Distinct (doc, value) pairs in (doc, value) order: one sort of the pairs packed in a uint64
+        # (docs and value ids fit 32 bits), several times faster than ``np.unique(..., axis=0)``.
+        pairs = np.unique((docs.astype(np.uint64) << np.uint64(32)) | value_ids.astype(np.uint64))
+        docs, value_ids = (pairs >> np.uint64(32)).astype(np.uint32), (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         self._docs.append(docs)
         self._vids.append(value_ids)
         self._flat = None

@@ -358,12 +358,14 @@ class FieldPostings:
         #: up again until the next ``add``, which forgets them all.
         self._absent: set[int] = set()
 
-    def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray) -> None:
-        """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field)."""
+    def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray, order: np.ndarray | None = None) -> None:
+        """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field);
+        ``order``: their stable order by term, if the caller has it."""
         if docs.size == 0:
             return
         # One stable sort by term groups the batch; docs stay ascending within a term.
-        order = np.argsort(terms, kind="stable")
+        if order is None:
+            order = np.argsort(terms, kind="stable")
         chunk = _Chunk.from_sorted(terms[order], docs[order], positions[order])
         with self._lock:
             self._absent = set()

@@ -13,14 +13,15 @@ The only per-record Python work is walking each record's leaves once.
 from __future__ import annotations
 
 import operator
-from collections.abc import Collection
+import threading
+from collections.abc import Collection, Iterator
 from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyroaring import AbstractBitMap, FrozenBitMap
 
-from roarsearch.analysis.analyzer import analyze_batch
+from roarsearch.analysis.analyzer import analyze_batch_terms
 from roarsearch.index.bitmaps import bitmap_from_array
 from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldColumns
 from roarsearch.index.docstore import RecordId
@@ -63,13 +64,14 @@ class _BatchFields:
 
 class _ValuePolicy:
     """Which fields of a batch have their exact values collected: those already indexed, and
-    (when the index indexes new fields at write time) every field the index has never seen."""
+    (when the index indexes new fields at write time) every field the index has never seen;
+    without an index, every field."""
 
     __slots__ = ("value_fields", "known")
 
-    def __init__(self, index: Index) -> None:
-        self.value_fields = index.value_fields
-        self.known: Collection[str] | None = index.columns if index.auto_values else None
+    def __init__(self, index: Index | None) -> None:
+        self.value_fields: Collection[str] = index.value_fields if index is not None else ()
+        self.known: Collection[str] | None = () if index is None else index.columns if index.auto_values else None
 
     def keeps(self, path: str) -> bool:
         return path in self.value_fields or (self.known is not None and path not in self.known)
@@ -170,24 +172,73 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
         _add_leaf(fields, path, doc, element, value, first_texts)
 
 
-def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> None:
+#: Batches of at least this many records store their documents (compression, which releases the
+#: GIL) in a second thread while this one indexes the fields.
+THREADED_STORE_RECORDS = 1_000
+
+Analysed = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
+
+
+class PreparedAdd:
+    """An add batch's leaves collected and its texts analysed, before the index is touched: pure
+    work, so the engine runs it while the batch's log record is written and fsynced. Values are
+    collected for every field; :func:`apply_add` keeps those of the fields the index indexes then."""
+
+    __slots__ = ("first_doc", "count", "by_field", "first_texts", "analysed")
+
+    def __init__(self, records: list[dict[str, Any]], first_doc: int) -> None:
+        self.first_doc = first_doc
+        self.count = len(records)
+        new_docs = np.arange(first_doc, first_doc + len(records), dtype=np.uint32)
+        every_field = _ValuePolicy(None)
+        collected = _collect_columns(records, new_docs, every_field)
+        if collected is None:
+            by_field: dict[str, _BatchFields] = {}
+            first_texts: list[str] = []
+            for doc, record in zip(new_docs.tolist(), records):
+                if not _collect_flat(doc, record, by_field, first_texts, every_field):
+                    _collect_nested(doc, record, by_field, first_texts, every_field)
+        else:
+            by_field, first_texts = collected
+        self.by_field = by_field
+        self.first_texts = first_texts
+        self.analysed: dict[str, Analysed] = {
+            path: analyze_batch_terms(fields.texts) for path, fields in by_field.items() if fields.texts}
+
+
+def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None,
+                prepared: PreparedAdd | None = None) -> None:
     """Insert or replace validated records (the last of repeated ids wins); ``payloads``: the
-    records already encoded, if they are."""
-    new_docs, _replaced = index.docs.add(records, payloads)
-    value_fields = _ValuePolicy(index)
-    collected = _collect_columns(records, new_docs, value_fields)
-    if collected is None:
-        by_field: dict[str, _BatchFields] = {}
-        first_texts: list[str] = []
-        for doc, record in zip(new_docs.tolist(), records):
-            if not _collect_flat(doc, record, by_field, first_texts, value_fields):
-                _collect_nested(doc, record, by_field, first_texts, value_fields)
+    records already encoded, if they are; ``prepared``: the batch already prepared, if it is."""
+    if prepared is None or prepared.first_doc != index.docs.next_doc or prepared.count != len(records):
+        prepared = PreparedAdd(records, index.docs.next_doc)
+    new_docs = np.arange(prepared.first_doc, prepared.first_doc + prepared.count, dtype=np.uint32)
+    store: threading.Thread | None = None
+    failure: list[BaseException] = []
+    if len(records) >= THREADED_STORE_RECORDS:
+        def store_records() -> None:
+            try:
+                index.docs.add(records, payloads)
+            except BaseException as error:  # re-raised below, in the writer's thread
+                failure.append(error)
+        store = threading.Thread(target=store_records, name="roarsearch-store")
+        store.start()
     else:
-        by_field, first_texts = collected
-    for path, fields in by_field.items():
-        _add_field(index, path, fields)
-    _add_points(index, records, new_docs, by_field)
-    index.note_text_fields(first_texts)
+        index.docs.add(records, payloads)
+    try:
+        value_fields = _ValuePolicy(index)
+        for path, fields in prepared.by_field.items():
+            if not value_fields.keeps(path):  # collected for every field; kept for indexed ones
+                fields.keep_values = False
+                fields.value_docs, fields.value_keys = [], []
+            _add_field(index, path, fields, prepared.analysed.get(path))
+        _add_points(index, records, new_docs, prepared.by_field)
+    finally:
+        if store is not None:
+            store.join()
+    if failure:
+        raise failure[0]
+    index.note_text_fields(prepared.first_texts)
     index.advance_generation()
 
 
@@ -196,6 +247,7 @@ _SCALAR_NUMBER = frozenset((int, float, type(None)))
 _LIST_OR_NONE = frozenset((list, type(None)))
 _TEXT_ONLY = frozenset((str,))
 _FLAT_KINDS = frozenset((str, int, float, bool, list, type(None)))
+_NESTED_KINDS = frozenset((dict, list))
 
 
 def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
@@ -207,32 +259,33 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
     A field whose values are all strings (or all numbers) is taken whole; any other field (arrays,
     mixed kinds) is walked value by value, still in doc order.
     """
-    kinds = set(chain.from_iterable(map(type, record.values()) for record in records))
-    if not kinds <= _FLAT_KINDS:
-        return None
     keys = list(dict.fromkeys(chain.from_iterable(records)))
-    if list in kinds:
-        for key in keys:
-            for value in map(dict.get, records, repeat(key)):
-                if type(value) is list and any(type(element) in (dict, list) for element in value):
-                    return None
+    # Each field's values (None where a record lacks it) and their kinds, once: the shape check
+    # and the collection below both read them.
+    columns: list[list[Any]] = [list(map(dict.get, records, repeat(key))) for key in keys]
+    column_types = [list(map(type, values)) for values in columns]
+    column_kinds = [set(types) for types in column_types]
+    for values, types, field_kinds in zip(columns, column_types, column_kinds):
+        if not field_kinds <= _FLAT_KINDS:
+            return None
+        if list in field_kinds:
+            arrays: Iterator[list[Any]] = compress(values, map(operator.is_, types, repeat(list)))
+            if not set(map(type, chain.from_iterable(arrays))).isdisjoint(_NESTED_KINDS):
+                return None
     count = len(records)
     docs = new_docs
     by_field: dict[str, _BatchFields] = {}
     first_text_at: list[tuple[int, int, str]] = []  # (record, key position, field): the order of ``*``
-    for key in keys:
+    for key, values, types, field_kinds in zip(keys, columns, column_types, column_kinds):
         if key == "id":
             continue
-        values = list(map(dict.get, records, repeat(key)))
-        types = list(map(type, values))
-        field_kinds = set(types)
         fields = by_field[key] = _BatchFields(value_fields.keeps(key))
         if field_kinds <= _SCALAR_TEXT:
             held = np.fromiter(map(operator.is_, types, repeat(str)), dtype=bool, count=count)
             if not held.any():
                 del by_field[key]
                 continue
-            texts: list[str] = values if held.all() else list(compress(values, held))  # type: ignore[assignment,arg-type]
+            texts: list[str] = values if held.all() else list(compress(values, held))
             held_docs = docs[held]
             fields.present = held_docs
             fields.text_docs = held_docs
@@ -251,7 +304,7 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
             continue
         if field_kinds <= _LIST_OR_NONE:
             held = np.fromiter(map(operator.is_, types, repeat(list)), dtype=bool, count=count)
-            lists: list[list[Any]] = list(compress(values, held))  # type: ignore[arg-type]
+            lists: list[list[Any]] = list(compress(values, held))
             texts = list(chain.from_iterable(lists))
             if set(map(type, texts)) <= _TEXT_ONLY:  # arrays of strings (tags): taken whole too
                 lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
@@ -314,7 +367,7 @@ def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarra
     index.geo.add(new_docs[positions], lat_values, lng_values)
 
 
-def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
+def _add_field(index: Index, path: str, fields: _BatchFields, analysed: Analysed | None) -> None:
     columns = index.columns.get(path)
     if columns is None:
         columns = index.columns[path] = FieldColumns(path, index.cache)
@@ -322,15 +375,16 @@ def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
     columns.has_bool |= fields.has_bool
     if fields.texts:
         columns.has_text = True
-        tokens, value_index, token_position = analyze_batch(fields.texts)
-        if tokens:
-            term_ids = index.lexicon.intern_many(tokens)
+        terms, token_terms, value_index, token_position = analysed or analyze_batch_terms(fields.texts)
+        if token_terms.size:
+            term_ids = index.lexicon.intern_many(terms)  # the batch's distinct terms only
             docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
             positions = token_position + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
             postings = index.postings.get(path)
             if postings is None:
                 postings = index.postings[path] = FieldPostings()
-            postings.add(docs, term_ids, positions.astype(np.uint32))
+            postings.add(docs, term_ids[token_terms], positions.astype(np.uint32),
+                         order=_term_order(term_ids, token_terms))
     if len(fields.numbers):
         columns.numeric_column().add(np.asarray(fields.number_docs, dtype=np.uint32), np.asarray(fields.numbers))
     if fields.keep_values and path not in index.value_fields:  # a new field, indexed from its first value
@@ -346,6 +400,16 @@ def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
             columns.values = None
             index.value_fields.discard(path)
             index.auto_value_fields.discard(path)
+
+
+def _term_order(term_ids: np.ndarray, token_terms: np.ndarray) -> np.ndarray:
+    """The tokens' stable order by term id: each token sorted by its term's rank among the batch's
+    distinct terms, which fits 16 bits for most batches (numpy's radix sort, several times faster
+    than sorting 32-bit ids)."""
+    ranks = np.empty(term_ids.size, dtype=np.uint16 if term_ids.size <= 1 << 16 else np.int64)
+    ranks[np.argsort(term_ids)] = np.arange(term_ids.size)
+    order: np.ndarray = np.argsort(ranks[token_terms], kind="stable")
+    return order
 
 
 def delete_ids(index: Index, record_ids: list[RecordId]) -> list[bool]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roarsearch.analysis.analyzer import analyze, analyze_batch, analyze_many
+from roarsearch.analysis.analyzer import analyze, analyze_batch, analyze_batch_terms, analyze_many
 from roarsearch.analysis.normalize import fold, fold_many
 
 
@@ -45,3 +45,28 @@ def test_batch_forms_equal_single_form(texts: list[str]) -> None:
 def test_fold_is_idempotent_and_analyze_never_fails(text: str) -> None:
     assert fold(fold(text)) == fold(text)
     assert all(token for token in analyze(text))
+
+
+@given(st.lists(TEXT, min_size=1, max_size=8))
+def test_batch_terms_equal_single_form(texts: list[str]) -> None:
+    terms, token_terms, value_index, position = analyze_batch_terms(texts)
+    expected = [(token, i, j) for i, text in enumerate(texts) for j, token in enumerate(analyze(text))]
+    words = [terms[term] for term in token_terms.tolist()]
+    assert list(zip(words, value_index.tolist(), position.tolist())) == expected
+    assert len(set(terms)) == len(terms)
+    assert sorted(set(token_terms.tolist())) == list(range(len(terms)))
+
+
+def test_batch_terms_mixed_scripts() -> None:
+    texts = ["Café au lait", "plain ASCII, text!", "東京 Tower", "", "ÆRØ ascii", "x" * 3]
+    terms, token_terms, value_index, position = analyze_batch_terms(texts)
+    expected = [(token, i, j) for i, text in enumerate(texts) for j, token in enumerate(analyze(text))]
+    assert [(terms[t], i, j) for t, i, j in zip(token_terms.tolist(), value_index.tolist(), position.tolist())] == expected
+    assert analyze_batch_terms([])[0] == []
+
+
+@given(st.lists(st.text(max_size=20) | st.text(alphabet=st.characters(max_codepoint=127), max_size=20), min_size=1, max_size=8))
+def test_batch_terms_any_text(texts: list[str]) -> None:
+    terms, token_terms, value_index, position = analyze_batch_terms(texts)
+    expected = [(token, i, j) for i, text in enumerate(texts) for j, token in enumerate(analyze(text))]
+    assert [(terms[t], i, j) for t, i, j in zip(token_terms.tolist(), value_index.tolist(), position.tolist())] == expected
