@@ -126,6 +126,18 @@ class Collection:
             return None
         raise ValueError(f"unknown batch operation {operation!r}")
 
+    def apply_concurrently(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
+        """:meth:`apply` while searches run: an add is prepared (encoded, analysed: most of its
+        time) without the write lock and committed under it, so searches wait only for the commit.
+        Callers keep other writes out (``write_mutex``, or the follower's one catching-up thread)."""
+        if payload["op"] != "add":
+            with self.lock.writing():
+                return self.apply(payload, packed_records)
+        prepared = self.index.prepare_add(payload["records"], packed_records)
+        with self.lock.writing():
+            self.index.commit_add(prepared)
+        return None
+
     def write(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
         """Make ``payload`` durable (when on disk), then apply it; searches see it whole or not at all.
         ``packed_records``: an add's records already msgpack-encoded (validation encodes them)."""
@@ -142,8 +154,7 @@ class Collection:
         if self.store is not None:
             # Raises StorageError, having changed nothing, when it cannot.
             self.store.log(payload, None if packed is None else ("records", packed))
-        with self.lock.writing():
-            result = self.apply(payload, packed)
+        result = self.apply_concurrently(payload, packed)
         if self.store is not None and self.store.should_snapshot():
             try:
                 self.take_snapshot()

@@ -93,8 +93,7 @@ class FollowerEngine(Engine):
                     continue
                 collection = self._collections[name]
                 for _seq, payload in batches:
-                    with collection.lock.writing():  # each batch whole, as the writer applies it
-                        collection.apply(payload)
+                    collection.apply_concurrently(payload)  # each batch whole, as the writer applies it
         self._applied_version = version
         return version
 

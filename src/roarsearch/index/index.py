@@ -74,6 +74,13 @@ class Index:
         """``payloads``: the records already encoded by :func:`~roarsearch.index.docstore.pack_records`."""
         writer.add_records(self, records, payloads)
 
+    def prepare_add(self, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> writer.PreparedAdd:
+        """An add's work that changes nothing (searches may run meanwhile); then :meth:`commit_add`."""
+        return writer.prepare_add(self, records, payloads)
+
+    def commit_add(self, prepared: writer.PreparedAdd) -> None:
+        writer.commit_add(self, prepared)
+
     def delete_ids(self, record_ids: list[RecordId]) -> list[bool]:
         return writer.delete_ids(self, record_ids)
 

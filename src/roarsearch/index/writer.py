@@ -2,7 +2,8 @@
 
 Owns: adds (new doc ids, upserts retiring the old ones), deletes by record id and by doc set, and
 the write generation that every one of them advances (caches of the index are stamped with it).
-Called with the collection's write lock held, so no search runs meanwhile.
+An add is prepared (encoded, collected, analysed: most of its time) without the collection's write
+lock, so searches go on meanwhile, then committed with it held, so no search sees half a batch.
 
 Data flow of an add: records → doc ids and msgpack payloads (``DocStore``) → leaves by field path
 (``schema.iter_leaves``) → strings analysed per field in one batch call → term ids (``Lexicon``)
@@ -23,7 +24,7 @@ from pyroaring import AbstractBitMap, FrozenBitMap
 from roarsearch.analysis.analyzer import analyze_batch
 from roarsearch.index.bitmaps import bitmap_from_array
 from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldColumns
-from roarsearch.index.docstore import RecordId
+from roarsearch.index.docstore import RecordId, pack_records
 from roarsearch.index.geo import extract_points
 from roarsearch.index.postings import FieldPostings
 from roarsearch.schema import GEO_FIELD, iter_leaves
@@ -170,10 +171,33 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
         _add_leaf(fields, path, doc, element, value, first_texts)
 
 
-def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> None:
-    """Insert or replace validated records (the last of repeated ids wins); ``payloads``: the
-    records already encoded, if they are."""
-    new_docs, _replaced = index.docs.add(records, payloads)
+class PreparedAdd:
+    """An add batch's work that changes nothing (see :func:`prepare_add`), for :func:`commit_add`."""
+
+    __slots__ = ("records", "payloads", "start", "by_field", "first_texts", "analyzed")
+
+    def __init__(self, records: list[dict[str, Any]], payloads: list[bytes], start: int,
+                 by_field: dict[str, _BatchFields], first_texts: list[str],
+                 analyzed: dict[str, tuple[list[str], np.ndarray, np.ndarray]]) -> None:
+        self.records = records
+        self.payloads = payloads
+        self.start = start
+        self.by_field = by_field
+        self.first_texts = first_texts
+        self.analyzed = analyzed
+
+
+def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> PreparedAdd:
+    """Encode, collect and analyse an add batch without changing ``index``: this is most of an
+    add's time, and searches may run meanwhile (only :func:`commit_add` needs them held out).
+
+    It reads the next doc id and which fields keep their values: the caller keeps every other
+    write out until the commit (a search that indexes a field's values meanwhile is caught there).
+    """
+    if payloads is None:
+        payloads = pack_records(records)
+    start = index.docs.next_doc
+    new_docs = np.arange(start, start + len(records), dtype=np.uint32)
     value_fields = _ValuePolicy(index)
     collected = _collect_columns(records, new_docs, value_fields)
     if collected is None:
@@ -184,11 +208,33 @@ def add_records(index: Index, records: list[dict[str, Any]], payloads: list[byte
                 _collect_nested(doc, record, by_field, first_texts, value_fields)
     else:
         by_field, first_texts = collected
+    analyzed = {path: analyze_batch(fields.texts) for path, fields in by_field.items() if fields.texts}
+    return PreparedAdd(records, payloads, start, by_field, first_texts, analyzed)
+
+
+def commit_add(index: Index, prepared: PreparedAdd) -> None:
+    """Apply a batch prepared by :func:`prepare_add` (no write in between)."""
+    if index.docs.next_doc != prepared.start:
+        raise RuntimeError("an add batch was prepared against an index that has changed since")
+    policy = _ValuePolicy(index)
+    if any(fields.keep_values != policy.keeps(path) for path, fields in prepared.by_field.items()):
+        # A search indexed some field's values on demand since the batch was prepared: its
+        # values were not collected, so collect again (rare; the analysis stays valid).
+        prepared = prepare_add(index, prepared.records, prepared.payloads)
+    records = prepared.records
+    new_docs, _replaced = index.docs.add(records, prepared.payloads)
+    by_field = prepared.by_field
     for path, fields in by_field.items():
-        _add_field(index, path, fields)
+        _add_field(index, path, fields, prepared.analyzed.get(path))
     _add_points(index, records, new_docs, by_field)
-    index.note_text_fields(first_texts)
+    index.note_text_fields(prepared.first_texts)
     index.advance_generation()
+
+
+def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> None:
+    """Insert or replace validated records (the last of repeated ids wins); ``payloads``: the
+    records already encoded, if they are."""
+    commit_add(index, prepare_add(index, records, payloads))
 
 
 _SCALAR_TEXT = frozenset((str, type(None)))
@@ -314,7 +360,8 @@ def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarra
     index.geo.add(new_docs[positions], lat_values, lng_values)
 
 
-def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
+def _add_field(index: Index, path: str, fields: _BatchFields,
+               analyzed: tuple[list[str], np.ndarray, np.ndarray] | None = None) -> None:
     columns = index.columns.get(path)
     if columns is None:
         columns = index.columns[path] = FieldColumns(path, index.cache)
@@ -322,7 +369,7 @@ def _add_field(index: Index, path: str, fields: _BatchFields) -> None:
     columns.has_bool |= fields.has_bool
     if fields.texts:
         columns.has_text = True
-        tokens, value_index, token_position = analyze_batch(fields.texts)
+        tokens, value_index, token_position = analyzed if analyzed is not None else analyze_batch(fields.texts)
         if tokens:
             term_ids = index.lexicon.intern_many(tokens)
             docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
