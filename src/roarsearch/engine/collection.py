@@ -104,6 +104,10 @@ class Collection:
         #: searches, which only need ``lock.reading()``, keep running during the fsync and snapshot.
         self.write_mutex = threading.Lock()
         self.store: CollectionStore | None = None
+        #: Called with a batch's sequence number once it is durable in the log, before it is
+        #: applied: the multi-worker service publishes it there, so that its reader processes apply
+        #: the batch while this process does (server/workers.py).
+        self.on_logged: Callable[[int], None] | None = None
 
     def __len__(self) -> int:
         return len(self.index.docs)
@@ -153,7 +157,12 @@ class Collection:
             packed = pack_records(payload["records"])
         if self.store is not None:
             # Raises StorageError, having changed nothing, when it cannot.
-            self.store.log(payload, None if packed is None else ("records", packed))
+            seq = self.store.log(payload, None if packed is None else ("records", packed))
+            if self.on_logged is not None:
+                try:
+                    self.on_logged(seq)
+                except Exception:  # only an early notice: the publish after the write still follows
+                    log.exception("collection %s: publishing logged batch %d failed", self.name, seq)
         result = self.apply_concurrently(payload, packed)
         if self.store is not None and self.store.should_snapshot():
             try:

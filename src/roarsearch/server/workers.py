@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -100,20 +101,46 @@ def unix_socket(path: str) -> socket.socket:
 # ---------------------------------------------------------------------- the writer's side
 
 class Publisher:
-    """The writer's boards: one per application, published after every write."""
+    """The writer's boards: one per application, published after every write, and as soon as a
+    batch is durable in the log (:meth:`publish_logged`) so that readers apply it meanwhile."""
 
     def __init__(self, run_dir: str, engines: Mapping[str, Engine]) -> None:
         self.engines = dict(engines)
         self.boards = {app: CommitBoard(board_path(run_dir, app), create=True) for app in engines}
         self.drops = dict.fromkeys(engines, 0)
+        self.committed: dict[str, dict[str, int]] = {app: {} for app in engines}
+        self.logged: dict[str, dict[str, int]] = {app: {} for app in engines}
+        # Taken inside a collection's write mutex (publish_logged): never take an engine's lock under it.
+        self._lock = threading.Lock()
         for app in engines:
             self.publish(app)
 
     def publish(self, app: str, *, dropped: bool = False) -> None:
         """Publish ``app``'s committed positions (after a write; ``dropped`` after a collection drop)."""
-        if dropped:
-            self.drops[app] += 1
-        self.boards[app].publish(committed_positions(self.engines[app]), self.drops[app])
+        engine = self.engines[app]
+        positions = committed_positions(engine)
+        with engine._collections_lock:
+            collections = list(engine._collections.items())
+        for name, collection in collections:
+            if collection.store is not None and collection.on_logged is None:
+                collection.on_logged = functools.partial(self.publish_logged, app, name)
+        with self._lock:
+            if dropped:
+                self.drops[app] += 1
+            earlier = self.logged[app]
+            # A batch logged since the positions were read stays announced.
+            self.logged[app] = {name: max(seq, earlier.get(name, 0)) for name, seq in positions.items()}
+            self.committed[app] = positions
+            self.boards[app].publish(positions, self.drops[app], self.logged[app])
+
+    def publish_logged(self, app: str, name: str, seq: int) -> None:
+        """Announce batch ``seq`` of collection ``name``, durable but not applied yet: readers apply
+        it now, in parallel with the writer; requests still wait only for acknowledged batches."""
+        with self._lock:
+            if self.logged[app].get(name, 0) >= seq or name not in self.committed[app]:
+                return  # a collection's first batches are announced by the publish after them
+            self.logged[app][name] = seq
+            self.boards[app].publish(self.committed[app], self.drops[app], self.logged[app])
 
     def close(self) -> None:
         for board in self.boards.values():
@@ -296,7 +323,7 @@ def reader_main(run_dir: str, index: int) -> int:
                 return
             for engine in engines.values():
                 assert isinstance(engine, FollowerEngine)
-                if engine.stale():
+                if engine.behind():
                     try:
                         engine.catch_up()
                     except Exception:  # the request path retries and reports it
