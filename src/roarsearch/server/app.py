@@ -68,7 +68,7 @@ from roarsearch.server.wire import (
     read_body,
     read_json,
 )
-from roarsearch.server.workers import forward
+from roarsearch.server.workers import Balancer, forward
 
 log = logging.getLogger("roarsearch.server")
 
@@ -124,8 +124,10 @@ class Service:
 
     def __init__(self, config: ServerConfig, engines: Mapping[str, Engine] | None = None, *,
                  writer_socket: str | None = None, publish: Callable[..., None] | None = None,
-                 worker: int | None = None) -> None:
+                 worker: int | None = None, balancer: Balancer | None = None) -> None:
         self.config = config
+        #: With several workers: evens out their connections (see :class:`~roarsearch.server.workers.Balancer`).
+        self.balancer = balancer
         self.keys = KeyRing(config.admin_keys, config.search_keys)
         self.engines: dict[str, Engine] = dict(engines or {})
         self._limiter: anyio.CapacityLimiter | None = None
@@ -456,6 +458,9 @@ class FastSearch:
             result = await service.call(engine.search, body)
             content = orjson_or_json(result)
             status = 200
+            if service.balancer is not None and service.balancer.shed():
+                await send_json(send, status, content, [(b"connection", b"close")])
+                return
         except SearchError as error:
             answer = failure_response("POST", "/v2", error)
             await send_json(send, answer.status_code, bytes(answer.body),
@@ -497,7 +502,8 @@ class JSONCORSMiddleware(CORSMiddleware):
 
 
 def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None, *, writer_socket: str | None = None,
-               publish: Callable[..., None] | None = None, worker: int | None = None) -> Starlette:
+               publish: Callable[..., None] | None = None, worker: int | None = None,
+               balancer: Balancer | None = None) -> Starlette:
     """The ASGI application.
 
     Args:
@@ -509,8 +515,10 @@ def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None
             writes are forwarded to the writer on this Unix socket.
         publish: the writer's, with readers: called with the application after each write.
         worker: with several workers, this one's number (0: the writer), named by ``/health``.
+        balancer: with several workers, this one's share of the connections (searches on the short
+            path may close theirs to even them out).
     """
-    service = Service(config, engines, writer_socket=writer_socket, publish=publish, worker=worker)
+    service = Service(config, engines, writer_socket=writer_socket, publish=publish, worker=worker, balancer=balancer)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
