@@ -2,8 +2,9 @@
 
 Owns: adds (new doc ids, upserts retiring the old ones), deletes by record id and by doc set, and
 the write generation that every one of them advances (caches of the index are stamped with it).
-An add is prepared (encoded, collected, analysed: most of its time) without the collection's write
-lock, so searches go on meanwhile, then committed with it held, so no search sees half a batch.
+An add is prepared (encoded, collected, analysed, its term ids planned and its postings built:
+nearly all of its time) without the collection's write lock, so searches go on meanwhile, then
+committed with it held, so no search sees half a batch.
 
 Data flow of an add: records → doc ids and msgpack payloads (``DocStore``) → leaves by field path
 (``schema.iter_leaves``) → strings analysed per field in one batch call → term ids (``Lexicon``)
@@ -24,9 +25,9 @@ from pyroaring import AbstractBitMap, FrozenBitMap
 from roarsearch.analysis.analyzer import analyze_batch
 from roarsearch.index.bitmaps import bitmap_from_array
 from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldColumns
-from roarsearch.index.docstore import RecordId, pack_records
+from roarsearch.index.docstore import RecordId, compress_parts, pack_records
 from roarsearch.index.geo import extract_points
-from roarsearch.index.postings import FieldPostings
+from roarsearch.index.postings import FieldPostings, PostingsPlan
 from roarsearch.schema import GEO_FIELD, iter_leaves
 
 if TYPE_CHECKING:
@@ -171,28 +172,38 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
         _add_leaf(fields, path, doc, element, value, first_texts)
 
 
+#: A field's tokens ready to commit: its postings (new ones for a new field), the planned add, its docs.
+PlannedPostings = tuple[FieldPostings, PostingsPlan, np.ndarray]
+
+
 class PreparedAdd:
     """An add batch's work that changes nothing (see :func:`prepare_add`), for :func:`commit_add`."""
 
-    __slots__ = ("records", "payloads", "start", "by_field", "first_texts", "analyzed")
+    __slots__ = ("records", "payloads", "compressed", "start", "by_field", "first_texts", "new_terms", "first_term",
+                 "postings")
 
-    def __init__(self, records: list[dict[str, Any]], payloads: list[bytes], start: int,
-                 by_field: dict[str, _BatchFields], first_texts: list[str],
-                 analyzed: dict[str, tuple[list[str], np.ndarray, np.ndarray]]) -> None:
+    def __init__(self, records: list[dict[str, Any]], payloads: list[bytes], compressed: list[bytes], start: int,
+                 by_field: dict[str, _BatchFields], first_texts: list[str], new_terms: list[str], first_term: int,
+                 postings: dict[str, PlannedPostings]) -> None:
         self.records = records
         self.payloads = payloads
+        self.compressed = compressed
         self.start = start
         self.by_field = by_field
         self.first_texts = first_texts
-        self.analyzed = analyzed
+        self.new_terms = new_terms
+        self.first_term = first_term
+        self.postings = postings
 
 
 def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> PreparedAdd:
-    """Encode, collect and analyse an add batch without changing ``index``: this is most of an
-    add's time, and searches may run meanwhile (only :func:`commit_add` needs them held out).
+    """Encode, compress, collect and analyse an add batch, plan its term ids and build its postings
+    (merges included) without changing ``index``: nearly all of an add's time, while searches may
+    run (only :func:`commit_add` needs them held out).
 
-    It reads the next doc id and which fields keep their values: the caller keeps every other
-    write out until the commit (a search that indexes a field's values meanwhile is caught there).
+    It reads the next doc id, the lexicon, the postings and which fields keep their values: the
+    caller keeps every other write out until the commit (a search that indexes a field's values
+    or merges postings meanwhile is caught there).
     """
     if payloads is None:
         payloads = pack_records(records)
@@ -209,7 +220,26 @@ def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[byte
     else:
         by_field, first_texts = collected
     analyzed = {path: analyze_batch(fields.texts) for path, fields in by_field.items() if fields.texts}
-    return PreparedAdd(records, payloads, start, by_field, first_texts, analyzed)
+    analyzed = {path: found for path, found in analyzed.items() if found[0]}
+    # Term ids of every field at once, in field order: as interning field by field would give them.
+    term_ids, new_terms, first_term = index.lexicon.plan_ids(list(chain.from_iterable(
+        tokens for tokens, _index, _position in analyzed.values())))
+    postings: dict[str, PlannedPostings] = {}
+    offset = 0
+    for path, (tokens, value_index, token_position) in analyzed.items():
+        fields = by_field[path]
+        ids = term_ids[offset:offset + len(tokens)]
+        offset += len(tokens)
+        docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
+        positions = token_position + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
+        field_postings = index.postings.get(path)
+        if field_postings is None:  # a new field: installed by the commit
+            field_postings = FieldPostings()
+        plan = field_postings.plan_add(docs, ids, positions.astype(np.uint32))
+        if plan is not None:
+            postings[path] = (field_postings, plan, docs)
+    return PreparedAdd(records, payloads, compress_parts(payloads), start, by_field, first_texts, new_terms,
+                       first_term, postings)
 
 
 def commit_add(index: Index, prepared: PreparedAdd) -> None:
@@ -219,13 +249,14 @@ def commit_add(index: Index, prepared: PreparedAdd) -> None:
     policy = _ValuePolicy(index)
     if any(fields.keep_values != policy.keeps(path) for path, fields in prepared.by_field.items()):
         # A search indexed some field's values on demand since the batch was prepared: its
-        # values were not collected, so collect again (rare; the analysis stays valid).
+        # values were not collected, so prepare again (rare).
         prepared = prepare_add(index, prepared.records, prepared.payloads)
     records = prepared.records
-    new_docs, _replaced = index.docs.add(records, prepared.payloads)
+    new_docs, _replaced = index.docs.add(records, prepared.payloads, prepared.compressed)
+    index.lexicon.add_planned(prepared.new_terms, prepared.first_term)
     by_field = prepared.by_field
     for path, fields in by_field.items():
-        _add_field(index, path, fields, prepared.analyzed.get(path))
+        _add_field(index, path, fields, prepared.postings.get(path))
     _add_points(index, records, new_docs, by_field)
     index.note_text_fields(prepared.first_texts)
     index.advance_generation()
@@ -360,8 +391,7 @@ def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarra
     index.geo.add(new_docs[positions], lat_values, lng_values)
 
 
-def _add_field(index: Index, path: str, fields: _BatchFields,
-               analyzed: tuple[list[str], np.ndarray, np.ndarray] | None = None) -> None:
+def _add_field(index: Index, path: str, fields: _BatchFields, planned: PlannedPostings | None) -> None:
     columns = index.columns.get(path)
     if columns is None:
         columns = index.columns[path] = FieldColumns(path, index.cache)
@@ -369,15 +399,9 @@ def _add_field(index: Index, path: str, fields: _BatchFields,
     columns.has_bool |= fields.has_bool
     if fields.texts:
         columns.has_text = True
-        tokens, value_index, token_position = analyzed if analyzed is not None else analyze_batch(fields.texts)
-        if tokens:
-            term_ids = index.lexicon.intern_many(tokens)
-            docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
-            positions = token_position + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
-            postings = index.postings.get(path)
-            if postings is None:
-                postings = index.postings[path] = FieldPostings()
-            postings.add(docs, term_ids, positions.astype(np.uint32))
+    if planned is not None:
+        field_postings, plan, docs = planned
+        index.postings.setdefault(path, field_postings).commit_add(plan, docs)
     if len(fields.numbers):
         columns.numeric_column().add(np.asarray(fields.number_docs, dtype=np.uint32), np.asarray(fields.numbers))
     if fields.keep_values and path not in index.value_fields:  # a new field, indexed from its first value

@@ -45,3 +45,15 @@ def test_a_write_between_prepare_and_commit_is_refused() -> None:
     index.add_records([{"id": 4, "title": "first"}])
     with pytest.raises(RuntimeError):
         index.commit_add(prepared)
+
+
+def test_postings_merged_by_a_reader_between_prepare_and_commit() -> None:
+    index = Index()
+    for start in range(0, 40, 10):  # several token chunks per field
+        index.add_records([{"id": i, "title": f"kite {i} word{i % 3}"} for i in range(start, start + 10)])
+    prepared = index.prepare_add([{"id": 100, "title": "kite zebra"}, {"id": 101, "title": "zebra", "other": "zebra kite"}])
+    index.postings["title"].csr_arrays()  # a reader merges the chunks meanwhile
+    index.commit_add(prepared)
+    assert set(index.field_docs("title", [index.lexicon.id_of("zebra")])) == {40, 41}
+    assert set(index.field_docs("other", [index.lexicon.id_of("zebra")])) == {41}
+    assert compare_indexes(index, rebuild_index(index)) == []
