@@ -343,6 +343,8 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
 
     from roarsearch.server.app import create_app
     from roarsearch.server.workers import (
+        BALANCE_FILE,
+        Balancer,
         Publisher,
         Supervisor,
         listening_socket,
@@ -358,7 +360,8 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
             engine.close()
         print(f"roarsearch serve: cannot listen on {args.host}:{args.port}: {error.strerror or error}", file=sys.stderr)
         return 1
-    run_dir = prepare_run_dir(config, paths, args.host, sock.getsockname()[1])
+    run_dir = prepare_run_dir(config, paths, args.host, sock.getsockname()[1], workers)
+    balancer = Balancer(os.path.join(run_dir, BALANCE_FILE), 0, workers, create=True)
     publisher = Publisher(run_dir, engines)
     private = unix_socket(os.path.join(run_dir, "writer.sock"))
     failure: list[str] = []
@@ -394,8 +397,10 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
                 return
             await super().startup(sockets=sockets)
 
-    server = WriterServer(uvicorn.Config(create_app(config, engines, publish=publisher.publish, worker=0), lifespan="on",
+    server = WriterServer(uvicorn.Config(create_app(config, engines, publish=publisher.publish, worker=0, balancer=balancer),
+                                         lifespan="on",
                                          log_level="warning", access_log=False, timeout_graceful_shutdown=None))
+    balancer.connections = server.server_state.connections
     holder.append(server)
     try:
         supervisor.start()
@@ -405,6 +410,7 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
         for engine in reversed(list(engines.values())):
             engine.close()
         publisher.close()
+        balancer.close()
         sock.close()
         private.close()
         remove_run_dir(run_dir)

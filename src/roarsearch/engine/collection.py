@@ -109,20 +109,22 @@ class Collection:
         #: searches, which only need ``lock.reading()``, keep running during the fsync and snapshot.
         self.write_mutex = threading.Lock()
         self.store: CollectionStore | None = None
+        #: Called with a batch's sequence number once it is durable in the log, before it is
+        #: applied: the multi-worker service publishes it there, so that its reader processes apply
+        #: the batch while this process does (server/workers.py).
+        self.on_logged: Callable[[int], None] | None = None
 
     def __len__(self) -> int:
         return len(self.index.docs)
 
     # ------------------------------------------------------------------ writes
 
-    def apply(self, payload: dict[str, Any], packed_records: list[bytes] | None = None,
-              prepared: PreparedAdd | None = None) -> Any:
+    def apply(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
         """Apply one validated batch to the index (replay and live writes alike); ``packed_records``:
-        an add batch's records already msgpack-encoded, if they are; ``prepared``: an add batch
-        already prepared (:meth:`Index.prepare_add`), if it is."""
+        an add batch's records already msgpack-encoded, if they are."""
         operation = payload["op"]
         if operation == "add":
-            self.index.add_records(payload["records"], packed_records, prepared)
+            self.index.add_records(payload["records"], packed_records)
             return None
         if operation == "delete":
             return self.index.delete_ids(payload["ids"])
@@ -132,6 +134,21 @@ class Collection:
             self.settings = settings_from_dict(payload["settings"])
             return None
         raise ValueError(f"unknown batch operation {operation!r}")
+
+    def apply_concurrently(self, payload: dict[str, Any], packed_records: list[bytes] | None = None,
+                           prepared: PreparedAdd | None = None) -> Any:
+        """:meth:`apply` while searches run: an add is prepared (encoded, analysed: most of its
+        time) without the write lock and committed under it, so searches wait only for the commit.
+        Callers keep other writes out (``write_mutex``, or the follower's one catching-up thread).
+        ``prepared``: the add already prepared, if it is."""
+        if payload["op"] != "add":
+            with self.lock.writing():
+                return self.apply(payload, packed_records)
+        if prepared is None:
+            prepared = self.index.prepare_add(payload["records"], packed_records)
+        with self.lock.writing():
+            self.index.commit_add(prepared)
+        return None
 
     def write(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
         """Make ``payload`` durable (when on disk), then apply it; searches see it whole or not at all.
@@ -151,11 +168,10 @@ class Collection:
             # Raises StorageError, having changed nothing, when it cannot.
             records = ("records", packed) if packed is not None else None
             if payload["op"] == "add" and len(payload["records"]) >= THREADED_LOG_RECORDS:
-                prepared = self._log_while_preparing(payload, records)
+                prepared = self._log_while_preparing(payload, records, packed)
             else:
-                self.store.log(payload, records)
-        with self.lock.writing():
-            result = self.apply(payload, packed, prepared)
+                self._log(payload, records)
+        result = self.apply_concurrently(payload, packed, prepared)
         if self.store is not None and self.store.should_snapshot():
             try:
                 self.take_snapshot()
@@ -165,24 +181,33 @@ class Collection:
                 log.warning("collection %s: snapshot failed, batches stay in the write-ahead log: %s", self.name, error.data)
         return result
 
-    def _log_while_preparing(self, payload: dict[str, Any], records: tuple[str, list[bytes]] | None) -> PreparedAdd:
-        """Log an add batch (write, fsync: the GIL is released) in a second thread while this one
-        prepares its indexing (which touches nothing of the index); the batch is applied only
-        once the log holds it, and not at all when logging failed."""
+    def _log(self, payload: dict[str, Any], records: tuple[str, list[bytes]] | None) -> None:
+        """Make a batch durable in the log, then announce it (:attr:`on_logged`)."""
         assert self.store is not None
-        store = self.store
+        seq = self.store.log(payload, records)
+        if self.on_logged is not None:
+            try:
+                self.on_logged(seq)
+            except Exception:  # only an early notice: the publish after the write still follows
+                log.exception("collection %s: publishing logged batch %d failed", self.name, seq)
+
+    def _log_while_preparing(self, payload: dict[str, Any], records: tuple[str, list[bytes]] | None,
+                             packed: list[bytes] | None) -> PreparedAdd:
+        """Log an add batch (write, fsync: the GIL is released) in a second thread while this one
+        prepares its indexing (which changes nothing of the index); the batch is applied only
+        once the log holds it, and not at all when logging failed."""
         failure: list[BaseException] = []
 
-        def log() -> None:
+        def log_batch() -> None:
             try:
-                store.log(payload, records)
+                self._log(payload, records)
             except BaseException as error:  # re-raised below, in the writer's thread
                 failure.append(error)
 
-        logger = threading.Thread(target=log, name="roarsearch-log")
+        logger = threading.Thread(target=log_batch, name="roarsearch-log")
         logger.start()
         try:
-            prepared = self.index.prepare_add(payload["records"])
+            prepared = self.index.prepare_add(payload["records"], packed)
         finally:
             logger.join()
         if failure:

@@ -7,8 +7,10 @@ published on the :class:`~roarsearch.storage.follow.CommitBoard` since — so a 
 up before it answers sees every write the writer acknowledged before the request arrived.
 
 Invariants: it never writes (its write methods raise; the service forwards writes to the writer);
-a batch is applied whole under the collection's write lock, as in the writer, so a search sees it
-wholly or not at all; a dropped collection (the board's drop count changed) makes it reload every
+a batch is committed whole under the collection's write lock, as in the writer, so a search sees it
+wholly or not at all (it is prepared before, without the lock, while searches go on); a batch the
+writer announced as logged but has not acknowledged yet is applied too, in the background, but a
+read waits only for acknowledged ones (:meth:`FollowerEngine.stale`); a dropped collection (the board's drop count changed) makes it reload every
 collection from disk, so a collection dropped and created again under the same name is never
 mixed with its old records.
 """
@@ -48,13 +50,27 @@ class FollowerEngine(Engine):
         self._fs = filesystem or FileSystem()
         self._followers: dict[str, LogFollower] = {}
         self._applied_version = -1
+        #: Per collection, the sequence number of the last batch applied (searches see it).
+        self._applied_seqs: dict[str, int] = {}
         self._drops: int | None = None
         self._catching_up = threading.Lock()
         self.catch_up()
 
-    def stale(self) -> bool:
-        """Whether the writer published a commit this engine has not applied (one 8-byte read)."""
+    def behind(self) -> bool:
+        """Whether the board changed since this engine last caught up (one 8-byte read)."""
         return self.board.version() != self._applied_version
+
+    def stale(self) -> bool:
+        """Whether the writer acknowledged a write this engine has not applied: then a read must
+        :meth:`catch_up` first. Batches only logged (announced early, being applied meanwhile,
+        not acknowledged yet) do not make it stale, so reads go on while they are applied."""
+        if self.board.version() == self._applied_version:
+            return False
+        _version, committed, _logged, drops = self.board.read_all()
+        if drops != self._drops:
+            return True
+        applied = self._applied_seqs
+        return any(seq > applied.get(name, -1) for name, seq in committed.items()) or not applied.keys() <= committed.keys()
 
     def catch_up(self) -> int:
         """Apply everything published so far; returns the board version now applied."""
@@ -66,35 +82,42 @@ class FollowerEngine(Engine):
                     continue
 
     def _catch_up(self) -> int:
-        version, committed, drops = self.board.read()
+        # Everything durable is applied, acknowledged or not: batches announced as soon as they
+        # are logged are applied while the writer applies them (see ``stale``).
+        version, _committed, durable, drops = self.board.read_all()
         if version == self._applied_version:
             return version
         if drops != self._drops:
             # A drop: every collection is loaded again from disk into a new map, swapped in whole,
             # so that searches of the other collections go on meanwhile (see the module's invariants).
             followers: dict[str, LogFollower] = {}
-            collections = {name: self._load(name, seq, version, followers) for name, seq in committed.items()}
+            collections = {name: self._load(name, seq, version, followers) for name, seq in durable.items()}
             with self._collections_lock:
                 self._collections.clear()
                 self._collections.update(collections)
             self._followers, self._drops = followers, drops
+            self._applied_seqs = {name: follower.applied for name, follower in followers.items()}
         else:
             with self._collections_lock:
-                for name in [name for name in self._collections if name not in committed]:
+                for name in [name for name in self._collections if name not in durable]:
                     del self._collections[name]
                     self._followers.pop(name, None)
-            for name, seq in committed.items():
+                    self._applied_seqs.pop(name, None)
+            for name, seq in durable.items():
                 follower = self._followers.get(name)
                 batches = None if follower is None else follower.tail(seq)
                 if batches is None:
                     loaded = self._load(name, seq, version, self._followers)
                     with self._collections_lock:
                         self._collections[name] = loaded
+                    self._applied_seqs[name] = self._followers[name].applied
                     continue
+                assert follower is not None
                 collection = self._collections[name]
-                for _seq, payload in batches:
-                    with collection.lock.writing():  # each batch whole, as the writer applies it
-                        collection.apply(payload)
+                for batch_seq, payload in batches:
+                    collection.apply_concurrently(payload)  # each batch whole, as the writer applies it
+                    self._applied_seqs[name] = batch_seq
+                self._applied_seqs[name] = follower.applied
         self._applied_version = version
         return version
 

@@ -45,6 +45,13 @@ def pack_records(records: list[dict[str, Any]]) -> list[bytes]:
     return [packb(record, use_bin_type=True) for record in records]
 
 
+def compress_parts(payloads: list[bytes]) -> list[bytes]:
+    """The stored form of packed records: each part of :data:`SAVED_PART_DOCS` joined and compressed."""
+    join = b"".join
+    return [zlib.compress(join(payloads[first:first + SAVED_PART_DOCS]), SAVED_LEVEL)
+            for first in range(0, len(payloads), SAVED_PART_DOCS)]
+
+
 def _raw(array: np.ndarray) -> memoryview:
     return memoryview(np.ascontiguousarray(array).data).cast("B")
 
@@ -81,10 +88,11 @@ class DocStore:
     def next_doc(self) -> int:
         return len(self.record_ids)
 
-    def add(self, records: list[dict[str, Any]],
-            payloads: list[bytes] | None = None) -> tuple[np.ndarray, AbstractBitMap]:
+    def add(self, records: list[dict[str, Any]], payloads: list[bytes] | None = None,
+            compressed: list[bytes] | None = None) -> tuple[np.ndarray, AbstractBitMap]:
         """Store ``records`` under new doc ids; returns (new doc ids, doc ids they replaced).
-        ``payloads``: the records already packed by :func:`pack_records`, if they were.
+        ``payloads``: the records already packed by :func:`pack_records`, if they were;
+        ``compressed``: those payloads' parts already compressed by :func:`compress_parts`.
 
         Within one batch a repeated id keeps its last record, as sequential upserts would.
         """
@@ -93,12 +101,11 @@ class DocStore:
         if payloads is None:
             payloads = pack_records(records)
         lengths = np.fromiter(map(len, payloads), dtype=np.uint64, count=len(payloads))
-        compress = zlib.compress
-        join = b"".join
-        for first in range(0, len(payloads), SAVED_PART_DOCS):
+        if compressed is None:
+            compressed = compress_parts(payloads)
+        for part, first in zip(compressed, range(0, len(payloads), SAVED_PART_DOCS)):
             last = min(first + SAVED_PART_DOCS, len(payloads))
-            self._append_buffer(start + first, None, lengths[first:last],
-                                compress(join(payloads[first:last]), SAVED_LEVEL))
+            self._append_buffer(start + first, None, lengths[first:last], part)
         replaced_docs: list[int] = []
         doc_of = self.doc_of
         for offset, record in enumerate(records):

@@ -74,17 +74,16 @@ class Index:
 
     # ------------------------------------------------------------------ writes (see index.writer)
 
-    def add_records(self, records: list[dict[str, Any]], payloads: list[bytes] | None = None,
-                    prepared: writer.PreparedAdd | None = None) -> None:
-        """``payloads``: the records already encoded by :func:`~roarsearch.index.docstore.pack_records`;
-        ``prepared``: the batch's :class:`~roarsearch.index.writer.PreparedAdd`, if made beforehand."""
-        writer.add_records(self, records, payloads, prepared)
+    def add_records(self, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> None:
+        """``payloads``: the records already encoded by :func:`~roarsearch.index.docstore.pack_records`."""
+        writer.add_records(self, records, payloads)
 
-    def prepare_add(self, records: list[dict[str, Any]]) -> writer.PreparedAdd:
-        """The pure part of adding ``records`` next (leaves collected, texts analysed); reads only
-        the next doc id, so it may run while the batch is being logged. The caller holds the write
-        turn, so that no other batch comes in between."""
-        return writer.PreparedAdd(records, self.docs.next_doc)
+    def prepare_add(self, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> writer.PreparedAdd:
+        """An add's work that changes nothing (searches may run meanwhile); then :meth:`commit_add`."""
+        return writer.prepare_add(self, records, payloads)
+
+    def commit_add(self, prepared: writer.PreparedAdd) -> None:
+        writer.commit_add(self, prepared)
 
     def delete_ids(self, record_ids: list[RecordId]) -> list[bool]:
         return writer.delete_ids(self, record_ids)

@@ -266,6 +266,29 @@ class Lexicon:
             found[missing] = np.fromiter(map(get, missing_terms), dtype=np.int64, count=missing.size)
         return found.astype(np.uint32)
 
+    def plan_ids(self, terms: list[str]) -> tuple[np.ndarray, list[str], int]:
+        """The ids :meth:`intern_many` would give ``terms``, assigning none: ``(ids, new terms in id
+        order, first new id)``. A write plans while searches run, then :meth:`add_planned` (no
+        other intern in between)."""
+        found = np.fromiter(map(self._id_map().get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
+        missing = np.flatnonzero(found < 0)
+        first_new = len(self._terms)
+        if not missing.size:
+            return found.astype(np.uint32), [], first_new
+        missing_terms = list(map(terms.__getitem__, missing.tolist()))
+        new_terms = list(dict.fromkeys(missing_terms))
+        new_ids = dict(zip(new_terms, range(first_new, first_new + len(new_terms))))
+        found[missing] = np.fromiter(map(new_ids.__getitem__, missing_terms), dtype=np.int64, count=missing.size)
+        return found.astype(np.uint32), new_terms, first_new
+
+    def add_planned(self, new_terms: list[str], first_new: int) -> None:
+        """Assign the ids a :meth:`plan_ids` planned."""
+        if len(self._terms) != first_new:
+            raise RuntimeError("term ids were planned against a lexicon that has changed since")
+        if new_terms:
+            self._id_map().update(zip(new_terms, range(first_new, first_new + len(new_terms))))
+            self._terms.extend(new_terms)
+
     def id_of(self, term: str) -> int | None:
         ids = self._ids
         if ids is not None:

@@ -342,6 +342,18 @@ def merge_chunks(chunks: list[_Chunk]) -> _Chunk:
     return _Chunk(terms.astype(np.uint32), starts, docs, positions)
 
 
+#: What :meth:`FieldPostings.plan_add` returns: the chunks it planned against, the batch's chunk, the chunks after.
+PostingsPlan = tuple[list[_Chunk], _Chunk, list[_Chunk]]
+
+
+def _with_chunk(chunks: list[_Chunk], chunk: _Chunk) -> list[_Chunk]:
+    """``chunks`` and then ``chunk``, tiers merged (see the module docstring); ``chunks`` is not changed."""
+    merged = chunks + [chunk]
+    while len(merged) > 1 and merged[-2].size <= MERGE_RATIO * merged[-1].size:
+        merged[-2:] = [merge_chunks(merged[-2:])]
+    return merged
+
+
 class FieldPostings:
     """The postings and token positions of one field."""
 
@@ -361,20 +373,33 @@ class FieldPostings:
     def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray, order: np.ndarray | None = None) -> None:
         """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field);
         ``order``: their stable order by term, if the caller has it."""
+        plan = self.plan_add(docs, terms, positions, order)
+        if plan is not None:
+            self.commit_add(plan, docs)
+
+    def plan_add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray,
+                 order: np.ndarray | None = None) -> PostingsPlan | None:
+        """What :meth:`add` does (the batch's chunk, the merges it causes), computed without changing
+        anything, so that a write does it while searches run; then :meth:`commit_add`. None: no tokens."""
         if docs.size == 0:
-            return
+            return None
         # One stable sort by term groups the batch; docs stay ascending within a term.
         if order is None:
             order = np.argsort(terms, kind="stable")
         chunk = _Chunk.from_sorted(terms[order], docs[order], positions[order])
+        base = self._chunks
+        return base, chunk, _with_chunk(base, chunk)
+
+    def commit_add(self, plan: PostingsPlan, docs: np.ndarray) -> None:
+        """Apply a :meth:`plan_add` (no other add in between)."""
+        base, chunk, chunks = plan
         with self._lock:
+            if self._chunks is not base:  # a reader merged the chunks meanwhile: merge again
+                chunks = _with_chunk(self._chunks, chunk)
             self._absent = set()
             if self.terms:
                 self._update_cached(chunk)
             self.docs |= bitmap_from_array(docs)
-            chunks = self._chunks + [chunk]
-            while len(chunks) > 1 and chunks[-2].size <= MERGE_RATIO * chunks[-1].size:
-                chunks[-2:] = [merge_chunks(chunks[-2:])]
             self._chunks = chunks  # replaced whole: a reader's list(...) stays consistent
 
     def _update_cached(self, chunk: _Chunk) -> None:

@@ -2,7 +2,9 @@
 
 Owns: adds (new doc ids, upserts retiring the old ones), deletes by record id and by doc set, and
 the write generation that every one of them advances (caches of the index are stamped with it).
-Called with the collection's write lock held, so no search runs meanwhile.
+An add is prepared (encoded, collected, analysed, its term ids planned and its postings built:
+nearly all of its time) without the collection's write lock, so searches go on meanwhile, then
+committed with it held, so no search sees half a batch.
 
 Data flow of an add: records → doc ids and msgpack payloads (``DocStore``) → leaves by field path
 (``schema.iter_leaves``) → strings analysed per field in one batch call → term ids (``Lexicon``)
@@ -24,9 +26,9 @@ from pyroaring import AbstractBitMap, FrozenBitMap
 from roarsearch.analysis.analyzer import analyze_batch_terms
 from roarsearch.index.bitmaps import bitmap_from_array
 from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldColumns
-from roarsearch.index.docstore import RecordId
+from roarsearch.index.docstore import RecordId, compress_parts, pack_records
 from roarsearch.index.geo import extract_points
-from roarsearch.index.postings import FieldPostings
+from roarsearch.index.postings import FieldPostings, PostingsPlan
 from roarsearch.schema import GEO_FIELD, iter_leaves
 
 if TYPE_CHECKING:
@@ -172,74 +174,133 @@ def _collect_nested(doc: int, record: dict[str, Any], by_field: dict[str, _Batch
         _add_leaf(fields, path, doc, element, value, first_texts)
 
 
-#: Batches of at least this many records store their documents (compression, which releases the
-#: GIL) in a second thread while this one indexes the fields.
+#: Batches of at least this many records compress their stored parts (zlib releases the GIL) in
+#: a second thread while this one collects and analyses the fields.
 THREADED_STORE_RECORDS = 1_000
 
-Analysed = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
+#: A field's tokens ready to commit: its postings (new ones for a new field), the planned add, its docs.
+PlannedPostings = tuple[FieldPostings, PostingsPlan, np.ndarray]
 
 
 class PreparedAdd:
-    """An add batch's leaves collected and its texts analysed, before the index is touched: pure
-    work, so the engine runs it while the batch's log record is written and fsynced. Values are
-    collected for every field; :func:`apply_add` keeps those of the fields the index indexes then."""
+    """An add batch's work that changes nothing (see :func:`prepare_add`), for :func:`commit_add`."""
 
-    __slots__ = ("first_doc", "count", "by_field", "first_texts", "analysed")
+    __slots__ = ("records", "payloads", "compressed", "start", "by_field", "first_texts", "new_terms", "first_term",
+                 "postings")
 
-    def __init__(self, records: list[dict[str, Any]], first_doc: int) -> None:
-        self.first_doc = first_doc
-        self.count = len(records)
-        new_docs = np.arange(first_doc, first_doc + len(records), dtype=np.uint32)
-        every_field = _ValuePolicy(None)
-        collected = _collect_columns(records, new_docs, every_field)
-        if collected is None:
-            by_field: dict[str, _BatchFields] = {}
-            first_texts: list[str] = []
-            for doc, record in zip(new_docs.tolist(), records):
-                if not _collect_flat(doc, record, by_field, first_texts, every_field):
-                    _collect_nested(doc, record, by_field, first_texts, every_field)
-        else:
-            by_field, first_texts = collected
+    def __init__(self, records: list[dict[str, Any]], payloads: list[bytes], compressed: list[bytes], start: int,
+                 by_field: dict[str, _BatchFields], first_texts: list[str], new_terms: list[str], first_term: int,
+                 postings: dict[str, PlannedPostings]) -> None:
+        self.records = records
+        self.payloads = payloads
+        self.compressed = compressed
+        self.start = start
         self.by_field = by_field
         self.first_texts = first_texts
-        self.analysed: dict[str, Analysed] = {
-            path: analyze_batch_terms(fields.texts) for path, fields in by_field.items() if fields.texts}
+        self.new_terms = new_terms
+        self.first_term = first_term
+        self.postings = postings
 
 
-def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None,
-                prepared: PreparedAdd | None = None) -> None:
-    """Insert or replace validated records (the last of repeated ids wins); ``payloads``: the
-    records already encoded, if they are; ``prepared``: the batch already prepared, if it is."""
-    if prepared is None or prepared.first_doc != index.docs.next_doc or prepared.count != len(records):
-        prepared = PreparedAdd(records, index.docs.next_doc)
-    new_docs = np.arange(prepared.first_doc, prepared.first_doc + prepared.count, dtype=np.uint32)
-    store: threading.Thread | None = None
+def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> PreparedAdd:
+    """Encode, compress, collect and analyse an add batch, plan its term ids and build its postings
+    (merges included) without changing ``index``: nearly all of an add's time, while searches may
+    run (only :func:`commit_add` needs them held out).
+
+    It reads the next doc id, the lexicon, the postings and which fields keep their values: the
+    caller keeps every other write out until the commit (a search that indexes a field's values
+    or merges postings meanwhile is caught there).
+    """
+    if payloads is None:
+        payloads = pack_records(records)
+    compressed: list[bytes] = []
     failure: list[BaseException] = []
+    compressor: threading.Thread | None = None
     if len(records) >= THREADED_STORE_RECORDS:
-        def store_records() -> None:
+        def compress() -> None:
             try:
-                index.docs.add(records, payloads)
+                compressed.extend(compress_parts(payloads))
             except BaseException as error:  # re-raised below, in the writer's thread
                 failure.append(error)
-        store = threading.Thread(target=store_records, name="roarsearch-store")
-        store.start()
-    else:
-        index.docs.add(records, payloads)
+        compressor = threading.Thread(target=compress, name="roarsearch-compress")
+        compressor.start()
     try:
-        value_fields = _ValuePolicy(index)
-        for path, fields in prepared.by_field.items():
-            if not value_fields.keeps(path):  # collected for every field; kept for indexed ones
-                fields.keep_values = False
-                fields.value_docs, fields.value_keys = [], []
-            _add_field(index, path, fields, prepared.analysed.get(path))
-        _add_points(index, records, new_docs, prepared.by_field)
+        postings, by_field, first_texts, new_terms, first_term = _prepare_fields(index, records)
     finally:
-        if store is not None:
-            store.join()
+        if compressor is not None:
+            compressor.join()
     if failure:
         raise failure[0]
+    if compressor is None:
+        compressed = compress_parts(payloads)
+    return PreparedAdd(records, payloads, compressed, index.docs.next_doc, by_field, first_texts, new_terms,
+                       first_term, postings)
+
+
+def _prepare_fields(index: Index, records: list[dict[str, Any]]
+                    ) -> tuple[dict[str, PlannedPostings], dict[str, _BatchFields], list[str], list[str], int]:
+    """:func:`prepare_add`'s index side: leaves collected, texts analysed, term ids planned and
+    postings chunks built."""
+    start = index.docs.next_doc
+    new_docs = np.arange(start, start + len(records), dtype=np.uint32)
+    value_fields = _ValuePolicy(index)
+    collected = _collect_columns(records, new_docs, value_fields)
+    if collected is None:
+        by_field: dict[str, _BatchFields] = {}
+        first_texts: list[str] = []
+        for doc, record in zip(new_docs.tolist(), records):
+            if not _collect_flat(doc, record, by_field, first_texts, value_fields):
+                _collect_nested(doc, record, by_field, first_texts, value_fields)
+    else:
+        by_field, first_texts = collected
+    analysed = {path: analyze_batch_terms(fields.texts) for path, fields in by_field.items() if fields.texts}
+    analysed = {path: found for path, found in analysed.items() if found[1].size}
+    # Term ids of every field's distinct terms at once, in field order: as interning field by
+    # field would give them.
+    term_ids, new_terms, first_term = index.lexicon.plan_ids(list(chain.from_iterable(
+        terms for terms, _token_terms, _index, _position in analysed.values())))
+    postings: dict[str, PlannedPostings] = {}
+    offset = 0
+    for path, (terms, token_terms, value_index, token_position) in analysed.items():
+        fields = by_field[path]
+        ids = term_ids[offset:offset + len(terms)]
+        offset += len(terms)
+        docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
+        positions = token_position + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
+        field_postings = index.postings.get(path)
+        if field_postings is None:  # a new field: installed by the commit
+            field_postings = FieldPostings()
+        plan = field_postings.plan_add(docs, ids[token_terms], positions.astype(np.uint32),
+                                       order=_term_order(ids, token_terms))
+        if plan is not None:
+            postings[path] = (field_postings, plan, docs)
+    return postings, by_field, first_texts, new_terms, first_term
+
+
+def commit_add(index: Index, prepared: PreparedAdd) -> None:
+    """Apply a batch prepared by :func:`prepare_add` (no write in between)."""
+    if index.docs.next_doc != prepared.start:
+        raise RuntimeError("an add batch was prepared against an index that has changed since")
+    policy = _ValuePolicy(index)
+    if any(fields.keep_values != policy.keeps(path) for path, fields in prepared.by_field.items()):
+        # A search indexed some field's values on demand since the batch was prepared: its
+        # values were not collected, so prepare again (rare).
+        prepared = prepare_add(index, prepared.records, prepared.payloads)
+    records = prepared.records
+    new_docs, _replaced = index.docs.add(records, prepared.payloads, prepared.compressed)
+    index.lexicon.add_planned(prepared.new_terms, prepared.first_term)
+    by_field = prepared.by_field
+    for path, fields in by_field.items():
+        _add_field(index, path, fields, prepared.postings.get(path))
+    _add_points(index, records, new_docs, by_field)
     index.note_text_fields(prepared.first_texts)
     index.advance_generation()
+
+
+def add_records(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> None:
+    """Insert or replace validated records (the last of repeated ids wins); ``payloads``: the
+    records already encoded, if they are."""
+    commit_add(index, prepare_add(index, records, payloads))
 
 
 _SCALAR_TEXT = frozenset((str, type(None)))
@@ -367,7 +428,7 @@ def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarra
     index.geo.add(new_docs[positions], lat_values, lng_values)
 
 
-def _add_field(index: Index, path: str, fields: _BatchFields, analysed: Analysed | None) -> None:
+def _add_field(index: Index, path: str, fields: _BatchFields, planned: PlannedPostings | None) -> None:
     columns = index.columns.get(path)
     if columns is None:
         columns = index.columns[path] = FieldColumns(path, index.cache)
@@ -375,16 +436,9 @@ def _add_field(index: Index, path: str, fields: _BatchFields, analysed: Analysed
     columns.has_bool |= fields.has_bool
     if fields.texts:
         columns.has_text = True
-        terms, token_terms, value_index, token_position = analysed or analyze_batch_terms(fields.texts)
-        if token_terms.size:
-            term_ids = index.lexicon.intern_many(terms)  # the batch's distinct terms only
-            docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
-            positions = token_position + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
-            postings = index.postings.get(path)
-            if postings is None:
-                postings = index.postings[path] = FieldPostings()
-            postings.add(docs, term_ids[token_terms], positions.astype(np.uint32),
-                         order=_term_order(term_ids, token_terms))
+    if planned is not None:
+        field_postings, plan, docs = planned
+        index.postings.setdefault(path, field_postings).commit_add(plan, docs)
     if len(fields.numbers):
         columns.numeric_column().add(np.asarray(fields.number_docs, dtype=np.uint32), np.asarray(fields.numbers))
     if fields.keep_values and path not in index.value_fields:  # a new field, indexed from its first value

@@ -20,7 +20,6 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import os
@@ -69,7 +68,7 @@ from roarsearch.server.wire import (
     read_body,
     read_json,
 )
-from roarsearch.server.workers import forward
+from roarsearch.server.workers import Balancer, forward
 
 log = logging.getLogger("roarsearch.server")
 
@@ -80,6 +79,8 @@ STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 #: work, so more threads only add switching; a few keep both cores busy while numpy and pyroaring
 #: release the GIL, and the rest wait in a short first-come queue, which keeps the tail latency low.
 ENGINE_THREADS = 4
+#: Writes run in their own threads (:meth:`Service.call_write`); each collection takes one at a time.
+WRITE_THREADS = 2
 
 #: Every (path, method) served, with the :class:`Service` method that answers it. Path parameters
 #: are named as in the OpenAPI document. HEAD is answered wherever GET is.
@@ -123,8 +124,10 @@ class Service:
 
     def __init__(self, config: ServerConfig, engines: Mapping[str, Engine] | None = None, *,
                  writer_socket: str | None = None, publish: Callable[..., None] | None = None,
-                 worker: int | None = None) -> None:
+                 worker: int | None = None, balancer: Balancer | None = None) -> None:
         self.config = config
+        #: With several workers: evens out their connections (see :class:`~roarsearch.server.workers.Balancer`).
+        self.balancer = balancer
         self.keys = KeyRing(config.admin_keys, config.search_keys)
         self.engines: dict[str, Engine] = dict(engines or {})
         self._limiter: anyio.CapacityLimiter | None = None
@@ -134,27 +137,7 @@ class Service:
         self.publish = publish
         #: With several workers, this one's number (0: the writer), sent by ``/health`` as ``X-Roarsearch-Worker``.
         self.worker = worker
-        #: Writes in progress in this process, and an event set when there are none (made on the loop).
-        self.pending_writes = 0
-        self._no_writes: asyncio.Event | None = None
-
-    @asynccontextmanager
-    async def writing(self) -> AsyncIterator[None]:
-        """Mark a write in progress: searches on the fast path wait for it (see :class:`FastSearch`)."""
-        if self._no_writes is None:
-            self._no_writes = asyncio.Event()
-        self.pending_writes += 1
-        self._no_writes.clear()
-        try:
-            yield
-        finally:
-            self.pending_writes -= 1
-            if not self.pending_writes:
-                self._no_writes.set()
-
-    async def writes_done(self) -> None:
-        if self.pending_writes and self._no_writes is not None:
-            await self._no_writes.wait()
+        self._write_limiter: anyio.CapacityLimiter | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -179,6 +162,14 @@ class Service:
         if self._limiter is None:  # created on the event loop that will use it
             self._limiter = anyio.CapacityLimiter(ENGINE_THREADS)
         return await anyio.to_thread.run_sync(functools.partial(function, *args), limiter=self._limiter)
+
+    async def call_write(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Run a write in a thread of its own: a write never queues behind searches for a thread
+        (a steady writer was starved that way), and searches go on while it runs (it holds them
+        out only while it commits; see ``Collection.apply_concurrently``)."""
+        if self._write_limiter is None:
+            self._write_limiter = anyio.CapacityLimiter(WRITE_THREADS)
+        return await anyio.to_thread.run_sync(functools.partial(function, *args), limiter=self._write_limiter)
 
     def app_for(self, request: Request) -> str:
         return self.app_of(request.headers.get("host", ""))
@@ -208,8 +199,7 @@ class Service:
         app = self.app_for(request)
         publish = self.publish
         if publish is None:
-            async with self.writing():
-                return await self.call(method, *args)
+            return await self.call_write(method, *args)
 
         def write_and_publish() -> Any:
             try:
@@ -220,8 +210,7 @@ class Service:
             publish(app, dropped=dropped)
             return result
 
-        async with self.writing():
-            return await self.call(write_and_publish)
+        return await self.call_write(write_and_publish)
 
     async def forward(self, request: Request) -> Response:
         """A reader worker's write: the same request, sent to the writer; its answer, unchanged."""
@@ -249,10 +238,9 @@ class Service:
         self.keys.require(request.headers.get("authorization"), admin=True)
         if self.writer_socket is not None:
             return await self.forward(request)
-        async with self.writing():  # decoding a large batch is part of the write
-            body = await read_json(request, self.config.max_body_bytes)
-            engine = self.engine_for(request)
-            result = await self.write(request, engine.add_records, request.path_params["collectionId"], body)
+        body = await read_json(request, self.config.max_body_bytes)
+        engine = self.engine_for(request)
+        result = await self.write(request, engine.add_records, request.path_params["collectionId"], body)
         return JSONResponse(result, status_code=201)
 
     async def delete_records(self, request: Request) -> Response:
@@ -426,9 +414,8 @@ class FastSearch:
 
     The search still runs in a worker thread: run on the event loop, one at a time, a 30 ms search
     held every short one behind it (measured on the issue-18 mix, 2 workers: p99 467 ms on the loop,
-    189 ms in threads). While a write runs in this process, searches wait for it, so that a steady
-    writer is never starved by back-to-back searches (it holds the collection's write lock for most
-    of its time anyway).
+    189 ms in threads). Searches go on while a write runs in this process (the write has its own
+    thread, and holds searches out only while it commits its prepared batch).
     """
 
     def __init__(self, app: ASGIApp, service: Service) -> None:
@@ -466,13 +453,14 @@ class FastSearch:
             except orjson.JSONDecodeError:  # not JSON, or JSON orjson refuses (huge integers): the standard decoder says which
                 body = decode_json(raw)
             engine = service.engines[service.app_of(headers.get(b"host", b"").decode("latin-1"))]
-            if service.pending_writes:  # a write goes first: see the class's docstring
-                await service.writes_done()
             if isinstance(engine, FollowerEngine) and engine.stale():
                 await service.call(engine.catch_up)
             result = await service.call(engine.search, body)
             content = orjson_or_json(result)
             status = 200
+            if service.balancer is not None and service.balancer.shed():
+                await send_json(send, status, content, [(b"connection", b"close")])
+                return
         except SearchError as error:
             answer = failure_response("POST", "/v2", error)
             await send_json(send, answer.status_code, bytes(answer.body),
@@ -514,7 +502,8 @@ class JSONCORSMiddleware(CORSMiddleware):
 
 
 def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None, *, writer_socket: str | None = None,
-               publish: Callable[..., None] | None = None, worker: int | None = None) -> Starlette:
+               publish: Callable[..., None] | None = None, worker: int | None = None,
+               balancer: Balancer | None = None) -> Starlette:
     """The ASGI application.
 
     Args:
@@ -526,8 +515,10 @@ def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None
             writes are forwarded to the writer on this Unix socket.
         publish: the writer's, with readers: called with the application after each write.
         worker: with several workers, this one's number (0: the writer), named by ``/health``.
+        balancer: with several workers, this one's share of the connections (searches on the short
+            path may close theirs to even them out).
     """
-    service = Service(config, engines, writer_socket=writer_socket, publish=publish, worker=worker)
+    service = Service(config, engines, writer_socket=writer_socket, publish=publish, worker=worker, balancer=balancer)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -138,8 +138,10 @@ BOARD_BYTES = 4 * 1024 * 1024
 
 class CommitBoard:
     """A shared file mapped by every worker: the writer publishes ``{"collections": {name: seq},
-    "drops": n}`` after each write and before acknowledging it; readers compare :meth:`version`
-    (one 8-byte read) with what they have applied, and read the body only when it changed.
+    "logged": {name: seq}, "drops": n}`` after each write and before acknowledging it (and, with
+    ``logged`` only moved, as soon as a batch is durable in the log, so that readers apply it while
+    the writer does); readers compare :meth:`version` (one 8-byte read) with what they have
+    applied, and read the body only when it changed.
 
     A seqlock: the writer makes the counter odd, rewrites the body, makes it even; a reader retries
     until it reads the same even counter before and after the body. Not a data file: it lives in
@@ -163,8 +165,12 @@ class CommitBoard:
         counter: int = BOARD_HEADER.unpack_from(self._map, 0)[0]
         return counter
 
-    def publish(self, collections: Mapping[str, int], drops: int) -> None:
-        body = msgpack.packb({"collections": dict(collections), "drops": drops}, use_bin_type=True)
+    def publish(self, collections: Mapping[str, int], drops: int, logged: Mapping[str, int] | None = None) -> None:
+        """``collections``: each collection's last acknowledged batch; ``logged``: its last batch
+        durable in the log, perhaps not acknowledged yet (readers may apply it early; default:
+        the acknowledged ones)."""
+        body = msgpack.packb({"collections": dict(collections), "drops": drops,
+                              "logged": dict(collections if logged is None else logged)}, use_bin_type=True)
         if BOARD_HEADER.size + len(body) > BOARD_BYTES:
             raise ValueError("too many collections for the commit board")
         with self._lock:  # one writer process, several writing threads
@@ -177,13 +183,18 @@ class CommitBoard:
 
     def read(self) -> tuple[int, dict[str, int], int]:
         """``(version, {collection: committed seq}, drops)``; version 0: nothing published yet."""
+        version, committed, _logged, drops = self.read_all()
+        return version, committed, drops
+
+    def read_all(self) -> tuple[int, dict[str, int], dict[str, int], int]:
+        """``(version, {collection: committed seq}, {collection: logged seq}, drops)``."""
         while True:
             before, length = BOARD_HEADER.unpack_from(self._map, 0)
             if before % 2:
                 os.sched_yield()
                 continue
             if before == 0:
-                return 0, {}, 0
+                return 0, {}, {}, 0
             body = self._map[BOARD_HEADER.size:BOARD_HEADER.size + length]
             if BOARD_HEADER.unpack_from(self._map, 0)[0] != before:
                 continue
@@ -191,7 +202,8 @@ class CommitBoard:
                 decoded = msgpack.unpackb(body, raw=False)
             except Exception:  # torn by a concurrent publish; the counter check above is racy by a hair
                 continue
-            return before, dict(decoded["collections"]), int(decoded["drops"])
+            committed = dict(decoded["collections"])
+            return before, committed, dict(decoded.get("logged", committed)), int(decoded["drops"])
 
     def close(self) -> None:
         self._map.close()

@@ -25,7 +25,7 @@ import pytest
 
 from roarsearch import Engine
 from roarsearch.engine.follower import FollowerEngine
-from roarsearch.server.workers import committed_positions
+from roarsearch.server.workers import Publisher, board_path, committed_positions
 from roarsearch.storage import store as store_module
 from roarsearch.storage.follow import CommitBoard
 
@@ -180,3 +180,47 @@ def test_commit_board_round_trip(tmp_path: Path) -> None:
     assert reader.read() == (4, {"a": 4}, 1)
     board.close()
     reader.close()
+
+
+def test_logged_batches_are_applied_early_and_reads_do_not_wait_for_them(pair: Pair) -> None:
+    pair.writer.add_records("c", records(0, 3))
+    pair.publish()
+    pair.same(ALL)
+    acknowledged = committed_positions(pair.writer)
+    pair.writer.add_records("c", records(3, 3))
+    # Announced as durable in the log, not acknowledged: a read need not wait for it ...
+    pair.board.publish(acknowledged, pair.drops, committed_positions(pair.writer))
+    assert pair.follower.behind() and not pair.follower.stale()
+    # ... and catching up (the background thread's) applies it.
+    pair.follower.catch_up()
+    assert pair.follower.search(ALL)["totalHits"] == 6
+    pair.publish()  # acknowledged now: already applied, so nothing to wait for
+    assert not pair.follower.stale()
+    assert pair.same(ALL)["totalHits"] == 6
+    pair.writer.add_records("c", records(6, 1))
+    pair.publish()
+    assert pair.follower.stale()
+
+
+def test_publisher_announces_a_batch_before_the_writer_applies_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = Engine(tmp_path / "data")
+    engine.add_records("c", records(0, 2))
+    publisher = Publisher(str(tmp_path), {"app": engine})
+    reader = CommitBoard(board_path(str(tmp_path), "app"))
+    seen: list[tuple[dict[str, int], dict[str, int]]] = []
+    collection = engine._collections["c"]
+    apply = collection.apply_concurrently
+
+    def watched(*args: Any) -> Any:
+        _version, committed, logged, _drops = reader.read_all()
+        seen.append((committed, logged))
+        return apply(*args)
+
+    monkeypatch.setattr(collection, "apply_concurrently", watched)
+    engine.add_records("c", records(2, 2))
+    assert seen == [({"c": 1}, {"c": 2})]  # logged, not acknowledged, while the writer applies it
+    publisher.publish("app")
+    assert reader.read_all()[1:3] == ({"c": 2}, {"c": 2})
+    reader.close()
+    publisher.close()
+    engine.close()
