@@ -97,10 +97,10 @@ def index_to_state(index: Index) -> dict[str, Any]:
         columns_state[path] = state
     return {
         "version": INDEX_STATE_VERSION,
-        "docs": {"record_ids": docstore.record_ids, "payload_block": docstore.payload_block_to_state(),
+        "docs": {"record_ids": docstore.record_ids, "payload_block": _packed_lengths(docstore.payload_block_to_state()),
                  "alive": docstore.alive.serialize(), "ids_in_doc_order": docstore.ids_in_doc_order,
                  "last_id": None if docstore._last_id_key is None else docstore._last_id_key[1]},
-        "lexicon": index.lexicon.to_state(),
+        "lexicon": _packed_lexicon(index.lexicon.to_state()),
         "text_fields": index._text_fields,
         "value_fields": sorted(index.value_fields),
         "auto_value_fields": sorted(index.auto_value_fields),
@@ -108,6 +108,26 @@ def index_to_state(index: Index) -> dict[str, Any]:
         "columns": columns_state,
         "geo": index.geo.to_state(),
     }
+
+
+#: The lexicon's typo index arrays, saved compressed: keys (sorted: as deltas) and term ids.
+_LEXICON_ARRAYS = {"deletion_keys": True, "deletion_ids": False, "trigram_keys": True, "trigram_ids": False}
+
+
+def _packed_lexicon(state: dict[str, Any]) -> dict[str, Any]:
+    return {**state, **{key: _packed(np.frombuffer(state[key], dtype=np.uint32), delta)
+                        for key, delta in _LEXICON_ARRAYS.items() if key in state}}
+
+
+def _unpacked_lexicon(state: dict[str, Any]) -> dict[str, Any]:
+    """The lexicon's state as :meth:`Lexicon.from_state` reads it (raw arrays, as before version 3)."""
+    return {**state, **{key: _array(state[key], np.uint32, delta) for key, delta in _LEXICON_ARRAYS.items()
+                        if isinstance(state.get(key), dict)}}
+
+
+def _packed_lengths(block: dict[str, Any]) -> dict[str, Any]:
+    """The stored records' block with its per-doc lengths compressed."""
+    return {**block, "lengths": _packed(np.frombuffer(block["lengths"], dtype=np.uint32))}
 
 
 def _token_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -133,7 +153,10 @@ def index_from_state(state: dict[str, Any]) -> Index:
     docstore = index.docs
     docstore.record_ids = list(docs_state["record_ids"])
     if "payload_block" in docs_state:
-        docstore.payload_block_from_state(docs_state["payload_block"])
+        block = docs_state["payload_block"]
+        if isinstance(block["lengths"], dict):  # version 3: the per-doc lengths compressed
+            block = {**block, "lengths": _array(block["lengths"], np.uint32)}
+        docstore.payload_block_from_state(block)
     elif "payload_parts" in docs_state:
         docstore.payloads_from_state(docs_state["payload_parts"])
     else:  # version 1: one msgpack bytes object per doc
@@ -145,7 +168,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
     docstore.ids_in_doc_order = bool(docs_state["ids_in_doc_order"])
     last_id = docs_state["last_id"]
     docstore._last_id_key = None if last_id is None else id_sort_key(last_id)
-    index.lexicon = Lexicon.from_state(state["lexicon"])
+    index.lexicon = Lexicon.from_state(_unpacked_lexicon(state["lexicon"]))
     index._text_fields = list(state["text_fields"])
     index.value_fields = set(state.get("value_fields", []))
     # Older snapshots indexed values on demand only: their fields stay so (a field they hold but

@@ -6,6 +6,8 @@
   it was loaded; damaged blocks are refused, never misread;
 - column arrays (numbers, value ids, per-doc first values) are saved compressed too, and raw ones
   (older snapshots) still load to the same columns;
+- the lexicon's typo index arrays and the per-doc record lengths are saved compressed, and raw
+  ones still load to the same lexicon and records;
 - an index state of version 2 (raw token columns) still loads and answers the same as the
   current layout, and the current layout's columns are much smaller than the raw ones.
 """
@@ -148,3 +150,23 @@ def test_column_arrays_are_packed_and_raw_ones_still_load() -> None:
         assert values is not None and got_values is not None
         assert [a.tolist() for a in got_values.pairs()] == [a.tolist() for a in values.pairs()]
         assert got_values.first.data.tolist() == values.first.data.tolist()
+
+
+def test_lexicon_arrays_and_record_lengths_are_packed_and_raw_ones_still_load() -> None:
+    index = build(500)
+    state = index_to_state(index)
+    assert isinstance(state["lexicon"]["deletion_keys"], dict)
+    assert isinstance(state["docs"]["payload_block"]["lengths"], dict)
+    raw = index_to_state(index)
+    for key in ("deletion_keys", "deletion_ids", "trigram_keys", "trigram_ids"):
+        saved = raw["lexicon"][key]
+        ends = np.frombuffer(saved["ends"], dtype=np.uint64)
+        raw["lexicon"][key] = unpack_column(saved["packed"], ends, saved["count"], np.uint32, key.endswith("keys")).tobytes()
+    lengths = raw["docs"]["payload_block"]["lengths"]
+    raw["docs"]["payload_block"]["lengths"] = unpack_column(
+        lengths["packed"], np.frombuffer(lengths["ends"], dtype=np.uint64), lengths["count"], np.uint32, False).tobytes()
+    for loaded in (index_from_state(state), index_from_state(raw)):
+        assert loaded.lexicon.typo_candidates("alpah3", 1) == index.lexicon.typo_candidates("alpah3", 1)
+        assert loaded.lexicon.typo_candidates("alphaaa3", 2) == index.lexicon.typo_candidates("alphaaa3", 2)
+        assert [loaded.docs.record(doc) for doc in sorted(loaded.alive)] == [
+            index.docs.record(doc) for doc in sorted(index.alive)]
