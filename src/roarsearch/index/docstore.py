@@ -27,8 +27,8 @@ import msgpack
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
+from roarsearch.buffers import JoinedBuffers
 from roarsearch.index.bitmaps import bitmap_from_array
-from roarsearch.storage.snapshot import JoinedBuffers
 
 RecordId = int | str
 
@@ -221,7 +221,7 @@ class DocStore:
         """:meth:`payloads_to_state` as one block: the parts' compressed bytes back to back in
         ``data`` (one large value, which a snapshot maps rather than copies), with per part its
         ``first`` doc, doc ``count`` and byte ``size``, and every doc's ``lengths``. ``data`` is
-        a :class:`~roarsearch.storage.snapshot.JoinedBuffers`: written part after part, never
+        a :class:`~roarsearch.buffers.JoinedBuffers`: written part after part, never
         joined in memory (at 1M records that copy was a quarter of a GB at the snapshot's peak)."""
         parts = self.payloads_to_state()
         counts = [len(part["lengths"]) // 4 for part in parts]

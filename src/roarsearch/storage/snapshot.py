@@ -30,6 +30,7 @@ from typing import Any
 
 import msgpack
 
+from roarsearch.buffers import JoinedBuffers
 from roarsearch.errors import CorruptionError, StorageError
 from roarsearch.storage import failpoints
 from roarsearch.storage.format import (
@@ -63,15 +64,6 @@ WALK_LIST_ITEMS = 64
 
 Buffer = bytes | bytearray | memoryview
 _BUFFER_TYPES = {bytes, bytearray}
-
-
-class JoinedBuffers(tuple[Buffer, ...]):
-    """Buffers saved as one binary value (their bytes back to back) without being joined in
-    memory first: a reader gets one value (in the blob layout, one view of the mapping)."""
-
-    @property
-    def size(self) -> int:
-        return sum(map(len, self))
 
 
 def _bin_header(length: int) -> bytes:
