@@ -30,7 +30,6 @@ import contextlib
 import functools
 import json
 import logging
-import mmap
 import os
 import shutil
 import signal
@@ -48,7 +47,7 @@ from typing import Any
 from roarsearch.engine.engine import Engine
 from roarsearch.engine.follower import FollowerEngine
 from roarsearch.server.config import ServerConfig
-from roarsearch.storage.follow import CommitBoard
+from roarsearch.storage.follow import CommitBoard, map_shared_file
 
 log = logging.getLogger("roarsearch.server")
 
@@ -111,15 +110,7 @@ class Balancer:
     def __init__(self, path: str, worker: int, workers: int, *, create: bool = False) -> None:
         self.worker = worker
         self.workers = workers
-        size = 8 * workers
-        if create:
-            with open(path, "wb") as handle:
-                handle.truncate(size)
-        fd = os.open(path, os.O_RDWR)
-        try:
-            self._map = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)
+        self._map = map_shared_file(path, 8 * workers, create=create)
         #: This worker's open connections (the server's own set, handed in once it exists).
         self.connections: Sized = ()
         self._last_shed = 0.0

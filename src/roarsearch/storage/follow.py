@@ -136,6 +136,18 @@ BOARD_HEADER = struct.Struct("<QI")
 BOARD_BYTES = 4 * 1024 * 1024
 
 
+def map_shared_file(path: str, size: int, *, create: bool = False) -> mmap.mmap:
+    """``size`` bytes of ``path`` mapped shared between processes (made zeroed first if ``create``)."""
+    if create:
+        with open(path, "wb") as handle:
+            handle.truncate(size)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        return mmap.mmap(fd, size)
+    finally:
+        os.close(fd)
+
+
 class CommitBoard:
     """A shared file mapped by every worker: the writer publishes ``{"collections": {name: seq},
     "logged": {name: seq}, "drops": n}`` after each write and before acknowledging it (and, with
@@ -150,14 +162,7 @@ class CommitBoard:
 
     def __init__(self, path: str, *, create: bool = False) -> None:
         self.path = path
-        if create:
-            with open(path, "wb") as handle:
-                handle.truncate(BOARD_BYTES)
-        fd = os.open(path, os.O_RDWR)
-        try:
-            self._map = mmap.mmap(fd, BOARD_BYTES)
-        finally:
-            os.close(fd)
+        self._map = map_shared_file(path, BOARD_BYTES, create=create)
         self._lock = threading.Lock()
 
     def version(self) -> int:
