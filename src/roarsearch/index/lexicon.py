@@ -253,18 +253,9 @@ class Lexicon:
         Ingest's hot path: known terms resolve in one C-level ``map``; only new ones cost Python
         work, and their typo keys are computed lazily, at the first typo lookup.
         """
-        id_map = self._id_map()
-        get = id_map.get
-        found = np.fromiter(map(get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
-        missing = np.flatnonzero(found < 0)
-        if missing.size:
-            missing_terms = list(map(terms.__getitem__, missing.tolist()))
-            first_new = len(self._terms)
-            new_terms = list(dict.fromkeys(missing_terms))
-            id_map.update(zip(new_terms, range(first_new, first_new + len(new_terms))))
-            self._terms.extend(new_terms)
-            found[missing] = np.fromiter(map(get, missing_terms), dtype=np.int64, count=missing.size)
-        return found.astype(np.uint32)
+        ids, new_terms, first_new = self.plan_ids(terms)
+        self.add_planned(new_terms, first_new)
+        return ids
 
     def plan_ids(self, terms: list[str]) -> tuple[np.ndarray, list[str], int]:
         """The ids :meth:`intern_many` would give ``terms``, assigning none: ``(ids, new terms in id

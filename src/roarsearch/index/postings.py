@@ -293,6 +293,18 @@ class _Chunk:
             return int(self.starts[slot]), int(self.starts[slot + 1])
         return 0, 0
 
+    def spans(self, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """(start, end) token offsets of those of ``term_ids`` held here; None when none is. One
+        term takes one scalar binary search (each numpy call on arrays costs microseconds)."""
+        if term_ids.size == 1:
+            start, end = self.range_of(int(term_ids[0]))
+            return None if end == start else (np.asarray([start]), np.asarray([end]))
+        lo, hi = self.ranges(term_ids)
+        present = hi > lo
+        if not present.any():
+            return None
+        return lo[present], hi[present]
+
     def token_terms(self) -> np.ndarray:
         """One term id per token."""
         terms: np.ndarray = np.repeat(self.terms, np.diff(self.starts))
@@ -479,18 +491,15 @@ class FieldPostings:
         found_docs: list[np.ndarray] = []
         found_positions: list[np.ndarray] = []
         for chunk in list(self._chunks):
-            if term_ids.size == 1:  # one term: its tokens are one slice
-                start, end = chunk.range_of(int(term_ids[0]))
-                if end == start:
-                    continue
+            spans = chunk.spans(term_ids)
+            if spans is None:
+                continue
+            lo, hi = spans
+            if lo.size == 1:  # one term: its tokens are one slice
+                start, end = int(lo[0]), int(hi[0])
                 chunk_docs = chunk.docs_in(start, end)[start:end]
                 chunk_positions = chunk.positions_in(start, end)[start:end]
             else:
-                lo, hi = chunk.ranges(term_ids)
-                present = hi > lo
-                if not present.any():
-                    continue
-                lo, hi = lo[present], hi[present]
                 index = _gather_index(lo, hi)
                 chunk_docs = chunk.docs_in_all(lo, hi)[index]
                 chunk_positions = chunk.positions_in_all(lo, hi)[index]
@@ -512,12 +521,12 @@ class FieldPostings:
             return found
         keys = np.asarray(docs, dtype=np.uint32)
         for chunk in list(self._chunks):
-            positions = chunk.positions
             for term in term_ids:
                 start, end = chunk.range_of(term)
                 if end == start:
                     continue
-                term_docs = chunk.docs[start:end]
+                term_docs = chunk.docs_in(start, end)[start:end]
+                positions = chunk.positions_in(start, end)
                 lows = term_docs.searchsorted(keys, side="left").tolist()
                 highs = term_docs.searchsorted(keys, side="right").tolist()
                 for doc, low, high in zip(docs, lows, highs):
@@ -542,25 +551,20 @@ class FieldPostings:
         found_docs: list[np.ndarray] = []
         found_positions: list[np.ndarray] = []
         if docs.size == 0 or term_ids.size == 0:
-            empty = np.empty(0, dtype=np.uint32)
-            return empty, empty
+            return _EMPTY_U32, _EMPTY_U32
         mask: np.ndarray | None = None
         for chunk in list(self._chunks):
-            if term_ids.size == 1:  # the common case, in scalar steps (each numpy call costs microseconds)
-                first, last = chunk.range_of(int(term_ids[0]))
-                if last == first:
-                    continue
-                lo, hi, total = np.asarray([first]), np.asarray([last]), last - first
+            spans = chunk.spans(term_ids)
+            if spans is None:
+                continue
+            lo, hi = spans
+            if lo.size == 1:
+                first, last = int(lo[0]), int(hi[0])
+                total = last - first
                 chunk_docs, positions = chunk.docs_in(first, last), chunk.positions_in(first, last)
             else:
-                lo, hi = chunk.ranges(term_ids)
-                present = hi > lo
-                if not present.any():
-                    continue
-                lo, hi = lo[present], hi[present]
                 total = int((hi - lo).sum())
                 chunk_docs, positions = chunk.docs_in_all(lo, hi), chunk.positions_in_all(lo, hi)
-            lengths = hi - lo
             if lo.size <= _SEARCHED_TERMS and docs.size * lo.size * _SEARCH_COST < total:
                 if lo.size == 1 and docs.size == 1:
                     term_docs = chunk_docs[int(lo[0]):int(hi[0])]
@@ -577,28 +581,24 @@ class FieldPostings:
                     ends_list.append(np.searchsorted(term_docs, docs, side="right") + start)
                 starts = np.concatenate(starts_list) if len(starts_list) > 1 else starts_list[0]
                 ends = np.concatenate(ends_list) if len(ends_list) > 1 else ends_list[0]
-                spans = ends - starts
-                hit = spans > 0
-                starts, spans = starts[hit], spans[hit]
-                count = int(spans.sum())
-                if not count:
+                hit = ends > starts
+                if not hit.any():
                     continue
-                index = np.arange(count, dtype=np.int64) + np.repeat(starts - (np.cumsum(spans) - spans), spans)
+                index = _gather_index(starts[hit], ends[hit])
                 found_docs.append(chunk_docs[index])
                 found_positions.append(positions[index])
                 continue
             if mask is None:
                 mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
                 mask[docs] = True
-            index = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+            index = _gather_index(lo, hi)
             gathered = chunk_docs[index]
             inside = gathered < mask.size
             inside[inside] = mask[gathered[inside]]
             found_docs.append(gathered[inside])
             found_positions.append(positions[index][inside])
         if not found_docs:
-            empty = np.empty(0, dtype=np.uint32)
-            return empty, empty
+            return _EMPTY_U32, _EMPTY_U32
         if len(found_docs) == 1:
             return found_docs[0], found_positions[0].astype(np.uint32, copy=False)
         return np.concatenate(found_docs), np.concatenate(found_positions).astype(np.uint32, copy=False)
@@ -618,11 +618,6 @@ class FieldPostings:
         chunk = self._merged()
         return chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.docs, chunk.positions
 
-    def chunk_arrays(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """:meth:`csr_arrays` of each chunk as it is (saving them merges nothing)."""
-        return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.docs, chunk.positions)
-                for chunk in list(self._chunks)]
-
     def packed_chunks(self) -> list[tuple[np.ndarray, np.ndarray, PackedTokens]]:
         """Each chunk as (distinct term ids, token count per term, compressed token columns)."""
         return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.pack()) for chunk in list(self._chunks)]
@@ -639,7 +634,8 @@ class FieldPostings:
         self._absent = set()
 
     def load_chunk_arrays(self, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
-        """Chunks saved by :meth:`chunk_arrays`, in the same (doc) order."""
+        """Chunks saved raw (index state 2): per chunk (term ids, token count per term, docs,
+        positions), in doc order."""
         loaded = []
         for terms, counts, docs, positions in chunks:
             if docs.size:

@@ -66,14 +66,13 @@ class _BatchFields:
 
 class _ValuePolicy:
     """Which fields of a batch have their exact values collected: those already indexed, and
-    (when the index indexes new fields at write time) every field the index has never seen;
-    without an index, every field."""
+    (when the index indexes new fields at write time) every field the index has never seen."""
 
     __slots__ = ("value_fields", "known")
 
-    def __init__(self, index: Index | None) -> None:
-        self.value_fields: Collection[str] = index.value_fields if index is not None else ()
-        self.known: Collection[str] | None = () if index is None else index.columns if index.auto_values else None
+    def __init__(self, index: Index) -> None:
+        self.value_fields: Collection[str] = index.value_fields
+        self.known: Collection[str] | None = index.columns if index.auto_values else None
 
     def keeps(self, path: str) -> bool:
         return path in self.value_fields or (self.known is not None and path not in self.known)
@@ -225,7 +224,7 @@ def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[byte
         compressor = threading.Thread(target=compress, name="roarsearch-compress")
         compressor.start()
     try:
-        postings, by_field, first_texts, new_terms, first_term = _prepare_fields(index, records)
+        fields = _prepare_fields(index, records)
     finally:
         if compressor is not None:
             compressor.join()
@@ -233,14 +232,13 @@ def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[byte
         raise failure[0]
     if compressor is None:
         compressed = compress_parts(payloads)
-    return PreparedAdd(records, payloads, compressed, index.docs.next_doc, by_field, first_texts, new_terms,
-                       first_term, postings)
+    return PreparedAdd(records, payloads, compressed, index.docs.next_doc, *fields)
 
 
 def _prepare_fields(index: Index, records: list[dict[str, Any]]
-                    ) -> tuple[dict[str, PlannedPostings], dict[str, _BatchFields], list[str], list[str], int]:
-    """:func:`prepare_add`'s index side: leaves collected, texts analysed, term ids planned and
-    postings chunks built."""
+                    ) -> tuple[dict[str, _BatchFields], list[str], list[str], int, dict[str, PlannedPostings]]:
+    """:func:`prepare_add`'s index side (:class:`PreparedAdd`'s fields in its order): leaves
+    collected, texts analysed, term ids planned and postings chunks built."""
     start = index.docs.next_doc
     new_docs = np.arange(start, start + len(records), dtype=np.uint32)
     value_fields = _ValuePolicy(index)
@@ -274,7 +272,7 @@ def _prepare_fields(index: Index, records: list[dict[str, Any]]
                                        order=_term_order(ids, token_terms))
         if plan is not None:
             postings[path] = (field_postings, plan, docs)
-    return postings, by_field, first_texts, new_terms, first_term
+    return by_field, first_texts, new_terms, first_term, postings
 
 
 def commit_add(index: Index, prepared: PreparedAdd) -> None:
@@ -284,8 +282,9 @@ def commit_add(index: Index, prepared: PreparedAdd) -> None:
     policy = _ValuePolicy(index)
     if any(fields.keep_values != policy.keeps(path) for path, fields in prepared.by_field.items()):
         # A search indexed some field's values on demand since the batch was prepared: its
-        # values were not collected, so prepare again (rare).
-        prepared = prepare_add(index, prepared.records, prepared.payloads)
+        # values were not collected, so collect again (rare; the compressed records still hold).
+        prepared = PreparedAdd(prepared.records, prepared.payloads, prepared.compressed, prepared.start,
+                               *_prepare_fields(index, prepared.records))
     records = prepared.records
     new_docs, _replaced = index.docs.add(records, prepared.payloads, prepared.compressed)
     index.lexicon.add_planned(prepared.new_terms, prepared.first_term)
