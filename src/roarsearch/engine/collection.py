@@ -33,6 +33,7 @@ from roarsearch.index.geo import whole_metres
 from roarsearch.index.index import Index
 from roarsearch.index.state import index_to_state
 from roarsearch.index.writer import PreparedAdd
+from roarsearch.memory import release_free_memory
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
 from roarsearch.query.fields import field_warnings, held_fields
 from roarsearch.query.request import SearchRequest
@@ -179,6 +180,8 @@ class Collection:
                 # The batch is durable in the log and applied: the write succeeded. The snapshot is
                 # retried after later writes; until then the log keeps growing (and replays on open).
                 log.warning("collection %s: snapshot failed, batches stay in the write-ahead log: %s", self.name, error.data)
+        if payload["op"] == "add" and len(payload["records"]) >= THREADED_LOG_RECORDS:
+            release_free_memory()  # the batch's temporary arrays, freed in three threads' heaps
         return result
 
     def _log(self, payload: dict[str, Any], records: tuple[str, list[bytes]] | None) -> None:
