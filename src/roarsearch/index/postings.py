@@ -406,7 +406,7 @@ class _BlockPacker:
     def __init__(self, dtype: type, delta: bool, pool: ThreadPoolExecutor) -> None:
         self.delta = delta
         self.pool = pool
-        self.pending = np.empty(0, dtype=dtype)
+        self.pending: np.ndarray = np.empty(0, dtype=dtype)
         self.parts: list[Future[tuple[bytes, np.ndarray]]] = []
 
     def append(self, values: np.ndarray) -> None:
@@ -446,7 +446,7 @@ def _merge_packed_in(pool: ThreadPoolExecutor, chunks: list[_Chunk], terms: np.n
     total = int(starts[-1])
     # Positions stay raw: they compress to 0.4 of their bytes at a fifth of the docs' speed (a
     # snapshot still packs them), while docs shrink 30-fold for a sixth of the cost.
-    positions = np.empty(total, dtype=position_type)
+    positions: np.ndarray = np.empty(total, dtype=position_type)
     bounds = np.searchsorted(starts, np.arange(0, total, PACKED_SLAB_TOKENS), side="right") - 1
     bounds = np.unique(np.append(bounds, terms.size))
     for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
