@@ -234,6 +234,8 @@ class Collection:
             if not self.settings.is_default:  # older snapshots lack the key: default settings
                 state["settings"] = self.settings.to_dict()
             self.store.snapshot(state)
+        del state
+        release_free_memory()  # the packed state's buffers
 
     # ------------------------------------------------------------------ search (caller holds lock.reading)
 

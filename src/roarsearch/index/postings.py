@@ -51,6 +51,10 @@ MERGE_SLAB_TOKENS = 1 << 22
 #: slabs of :data:`PACKED_SLAB_TOKENS` tokens, never a whole raw copy of its chunks' docs.
 PACK_MERGED_TOKENS = 1 << 20
 PACKED_SLAB_TOKENS = 1 << 20
+#: ... and a merge of at least this many packs the positions too (see :func:`_merge_packed`).
+PACK_POSITIONS_TOKENS = 1 << 24
+#: Slabs a merge hands to its packing thread before waiting for the oldest to be packed.
+PACKS_IN_FLIGHT = 2
 #: Positions are kept as uint16 in chunks whose positions all fit.
 _NARROW_LIMIT = 1 << 16
 
@@ -415,6 +419,8 @@ class _BlockPacker:
         full = values.size - values.size % PACK_BLOCK_VALUES
         if full:
             self.parts.append(self.pool.submit(pack_column, values[:full], self.delta))
+            if len(self.parts) > PACKS_IN_FLIGHT:  # the slabs queued for it wait raw: keep them few
+                self.parts[-PACKS_IN_FLIGHT - 1].result()
         self.pending = values[full:].copy()
 
     def finish(self) -> tuple[bytes, np.ndarray]:
@@ -444,16 +450,17 @@ def _merge_packed_in(pool: ThreadPoolExecutor, chunks: list[_Chunk], terms: np.n
                      slots: list[np.ndarray], position_type: type) -> _Chunk:
     docs_out = _BlockPacker(np.uint32, True, pool)
     total = int(starts[-1])
-    # Positions stay raw: they compress to 0.4 of their bytes at a fifth of the docs' speed (a
-    # snapshot still packs them), while docs shrink 30-fold for a sixth of the cost.
-    positions: np.ndarray = np.empty(total, dtype=position_type)
+    # Positions compress to 0.4 of their bytes at a fifth of the docs' speed (docs shrink 30-fold):
+    # only the biggest merges, which are rare, pack them too; the others keep them raw.
+    positions_out = _BlockPacker(position_type, False, pool) if total >= PACK_POSITIONS_TOKENS else None
+    positions: np.ndarray = np.empty(0 if positions_out else total, dtype=position_type)
     bounds = np.searchsorted(starts, np.arange(0, total, PACKED_SLAB_TOKENS), side="right") - 1
     bounds = np.unique(np.append(bounds, terms.size))
     for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         slab_lo = int(starts[first])
         size = int(starts[last]) - slab_lo
         docs = np.empty(size, dtype=np.uint32)
-        slab_positions = positions[slab_lo:slab_lo + size]
+        slab_positions = np.empty(size, dtype=position_type) if positions_out else positions[slab_lo:slab_lo + size]
         filled = starts[first:last] - slab_lo  # where each output term's next tokens go in the slab
         for chunk, slot in zip(chunks, slots):
             lo, hi = np.searchsorted(slot, (first, last)).tolist()
@@ -468,8 +475,14 @@ def _merge_packed_in(pool: ThreadPoolExecutor, chunks: list[_Chunk], terms: np.n
             docs[index] = chunk.read_docs(token_lo, token_hi)
             slab_positions[index] = chunk.read_positions(token_lo, token_hi)
         docs_out.append(docs)
+        if positions_out:
+            positions_out.append(slab_positions)
     doc_data, doc_ends = docs_out.finish()
-    return _Chunk(terms, starts, LazyColumn(doc_data, doc_ends, total, np.uint32, delta=True), positions)
+    if positions_out is None:
+        return _Chunk(terms, starts, LazyColumn(doc_data, doc_ends, total, np.uint32, delta=True), positions)
+    position_data, position_ends = positions_out.finish()
+    return _Chunk.from_packed(terms, starts, PackedTokens(total, doc_data, doc_ends, position_data, position_ends,
+                                                          position_type))
 
 
 #: What :meth:`FieldPostings.plan_add` returns: the chunks it planned against, the batch's chunk, the chunks after.

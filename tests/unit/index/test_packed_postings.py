@@ -201,12 +201,14 @@ def test_merges_written_packed_answer_like_raw_ones(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", 7)
     monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 50)
     monkeypatch.setattr(postings_module, "PACKED_SLAB_TOKENS", 13)
+    monkeypatch.setattr(postings_module, "PACK_POSITIONS_TOKENS", 300)
     packed = Index()
     for batch in batches:
         packed.add_records(batch)
     chunks = packed.postings["title"]._chunks
     packed_docs = [chunk._docs for chunk in chunks if isinstance(chunk._docs, LazyColumn)]
     assert packed_docs and not any(docs.ready.any() for docs in packed_docs)
+    assert any(chunk.packed is not None for chunk in chunks)  # positions packed too
     title = packed.postings["title"]
     term_ids = np.asarray(sorted(raw.lexicon.id_of(word) for word in ("star", "wars", "w3", "w17")), dtype=np.uint32)
     docs = np.asarray(sorted(range(0, 400, 3)), dtype=np.uint32)
