@@ -56,6 +56,17 @@ def integer_text(value: int) -> str:
     return str(value) if value.bit_length() <= 10_000 else f"<a {value.bit_length()}-bit integer>"
 
 
+def preview(value: Any, width: int) -> str:
+    """``repr(value)`` cut to ``width`` characters for an error message; a value holding an integer
+    past Python's printing limit (which ``repr`` refuses) is shown by its type."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return integer_text(value)[:width]
+    try:
+        return repr(value)[:width]
+    except ValueError:
+        return f"<an {type_name(value)} holding a number too long to show>"
+
+
 def type_name(value: Any) -> str:
     """The JSON name of a value's type, for error messages."""
     if value is None:

@@ -91,6 +91,11 @@ SEARCH_ERRORS: list[tuple[Any, str]] = [
     ({"collection": "people", "textFacetFilters": {"age": [10**400]}},
      "textFacetFilters.age: numbers must be finite, got an integer beyond 1.8e308"),
     ({"collection": "people", "count": 10**5000}, "count: must be between 0 and 1000, got <a 16610-bit integer>"),
+    ({"collection": "people", "textFacetFilters": {"age": 10**5000}},
+     'textFacetFilters.age: must be an array of values, like {"age": [<a 16610-bit integer>]}, got number'),
+    ({"collection": "people", "textFacetFilters": {"age": {"x": [10**5000]}}},
+     'textFacetFilters.age: must be an array of values, like {"age": [<an object holding a number too long to '
+     'show>]}, got object'),
     ({"\ud800": 1, "collection": "people"},
      "request field name: is not valid Unicode (a lone surrogate \\ud800 at character 0)"),
 ]

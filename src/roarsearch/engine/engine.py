@@ -32,7 +32,7 @@ from roarsearch.index.state import index_from_state
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import settings_from_dict
-from roarsearch.schema import check_record_id, check_unicode, validate_and_pack_records
+from roarsearch.schema import check_record_id, check_unicode, preview, validate_and_pack_records
 from roarsearch.storage.fs import FileSystem
 from roarsearch.storage.store import DataDirectory
 
@@ -255,7 +255,7 @@ class Engine:
         writes between pages never make a page lose or repeat a record that stayed in place.
         """
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PAGE:
-            raise BadRequestError(f"count: must be an integer between 1 and {MAX_PAGE}, got {count!r}", field="count")
+            raise BadRequestError(f"count: must be an integer between 1 and {MAX_PAGE}, got {preview(count, 40)}", field="count")
         after_key = None if after is None else id_sort_key(decode_cursor(after))
         target = self._collection(collection)
         with target.lock.reading():

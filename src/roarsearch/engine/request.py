@@ -22,7 +22,7 @@ from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.geo import check_distance_uses, parse_geo
 from roarsearch.query.intervals import Interval, parse_interval_cached
 from roarsearch.query.request import SearchRequest, SortKey
-from roarsearch.schema import check_strings, integer_text, type_name
+from roarsearch.schema import check_strings, integer_text, preview, type_name
 
 COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_COUNT = 1000
@@ -160,7 +160,7 @@ def _facet_filters(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     for facet, values in filters.items():
         if not isinstance(values, list):
             raise BadRequestError(
-                f"textFacetFilters.{facet}: must be an array of values, like {{\"{facet:.40}\": [{values!r:.40}]}}, "
+                f"textFacetFilters.{facet}: must be an array of values, like {{\"{facet:.40}\": [{preview(values, 40)}]}}, "
                 f"got {type_name(values)}", field="textFacetFilters")
         _bounded(values, f"textFacetFilters.{facet}", MAX_FACET_FILTER_VALUES, "values")
         for element in values:

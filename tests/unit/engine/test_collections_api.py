@@ -135,6 +135,8 @@ def test_paging_is_in_id_order() -> None:
     for bad in ({"count": 0}, {"count": 1001}, {"after": "!!"}, {"after": "W10"}):
         with pytest.raises(BadRequestError):
             engine.page_records("c", **bad)
+    with pytest.raises(BadRequestError, match="got <a 16610-bit integer>"):  # repr() would raise ValueError
+        engine.page_records("c", count=10**5000)
 
 
 def test_paging_under_concurrent_writes_loses_and_repeats_nothing() -> None:
