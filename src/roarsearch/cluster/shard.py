@@ -144,7 +144,7 @@ class ShardActor:
             if target is not None:
                 with target.lock.reading():
                     docs = filter_docs(target.index, payload["request"])
-                    ids = [target.index.docs.record_ids[doc] for doc in docs]
+                    ids = target.index.docs.record_ids.ids_of(docs)
             payload = {"op": "delete", "ids": ids, "count": True}
         data = msgpack.packb({"tx": tx, "collection": collection, "payload": payload}, use_bin_type=True)
         write_durably(self._prepared_file(tx), data)
@@ -211,7 +211,7 @@ class ShardActor:
             docstore = target.index.docs
             found: list[dict[str, Any] | None] = []
             for record_id in ids:
-                doc = docstore.doc_of.get(record_id)
+                doc = docstore.doc_of(record_id)
                 # 1 and "1" are different ids (as Engine.get_records tells them apart)
                 same = doc is not None and isinstance(record_id, str) == isinstance(docstore.record_ids[doc], str)
                 found.append(docstore.record(doc) if same and doc is not None else None)
@@ -260,7 +260,7 @@ class ShardActor:
 
             shown = (response["results"] if request.group_by is None else
                      [result for group in response["results"] for result in group["results"]])
-            docs = [index.docs.doc_of[result["id"]] for result in shown]
+            docs = [index.docs.doc_for(result["id"]) for result in shown]
             around = request.geo.around if request.geo is not None else None
             # Exact distances (ties in whole metres are broken by them), one vectorised measure.
             exact = ({} if around is None else
@@ -275,7 +275,7 @@ class ShardActor:
 
             def key(result: dict[str, Any]) -> MergeKey:
                 record_id = result["id"]
-                doc = index.docs.doc_of[record_id]
+                doc = index.docs.doc_for(record_id)
                 cost = relevance_cost(result["_rank"])
                 parts = [cost if sort_key.field == "_rank" else part(sort_key, doc, record_id, around is not None)
                          for sort_key in request.sort]

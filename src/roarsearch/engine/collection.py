@@ -31,7 +31,7 @@ from roarsearch.facets.value_search import search_facet_values
 from roarsearch.index.docstore import pack_records
 from roarsearch.index.geo import whole_metres
 from roarsearch.index.index import Index
-from roarsearch.index.state import index_to_state
+from roarsearch.index.state import adopt_saved_payloads, index_to_state, saved_payloads
 from roarsearch.index.writer import PreparedAdd
 from roarsearch.memory import release_free_memory
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
@@ -226,7 +226,7 @@ class Collection:
         with self.write_mutex:
             with self.lock.reading():
                 docs = filter_docs(self.index, request)
-                record_ids = [self.index.docs.record_ids[doc] for doc in docs]
+                record_ids = self.index.docs.record_ids.ids_of(docs)
             found = self._write_locked({"op": "delete", "ids": record_ids})
             return sum(found)
 
@@ -237,8 +237,14 @@ class Collection:
             state = index_to_state(self.index)
             if not self.settings.is_default:  # older snapshots lack the key: default settings
                 state["settings"] = self.settings.to_dict()
-            self.store.snapshot(state)
-        del state
+            saved = self.store.snapshot(state, views_of=(saved_payloads(state),))
+        if saved is not None:
+            # The stored records now live in the snapshot's file: keep them as views of it (page
+            # cache, read when a result needs one) instead of a private copy that grows with
+            # every record (at 1M text-heavy records, 200 MB of the build's peak).
+            with self.lock.writing():
+                adopt_saved_payloads(self.index, state, saved[0])
+        del state, saved
         release_free_memory()  # the packed state's buffers
 
     # ------------------------------------------------------------------ search (caller holds lock.reading)

@@ -243,7 +243,7 @@ class Engine:
             docstore = target.index.docs
             found = []
             for record_id in checked:
-                doc = docstore.doc_of.get(record_id)
+                doc = docstore.doc_of(record_id)
                 if doc is not None and (isinstance(record_id, str) == isinstance(docstore.record_ids[doc], str)):
                     found.append(docstore.record(doc))
             return found

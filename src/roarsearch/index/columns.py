@@ -70,9 +70,11 @@ class NumericColumn:
         #: The stable value order of ``pairs()`` (saved in snapshots: a load gathers instead of sorting).
         self._order: np.ndarray | None = None
         self.minimum = GrowableArray(np.float64, np.nan)
-        self.maximum = GrowableArray(np.float64, np.nan)
+        # While no doc holds several values, a doc's min, max and first number are its one value:
+        # the three are one array (8 bytes per doc, not 24), split when a doc gets a second value.
+        self.maximum = self.minimum
         #: Per doc, its first number in element order (grouping by an array's first element).
-        self.first = GrowableArray(np.float64, np.nan)
+        self.first = self.minimum
         self.docs: AbstractBitMap = BitMap()
         #: Whether any doc ever held several values: if not, min == max is the doc's only value.
         self.multi_valued = False
@@ -80,8 +82,8 @@ class NumericColumn:
     def add(self, docs: np.ndarray, values: np.ndarray) -> None:
         if docs.size == 0:
             return
-        if not self.multi_valued and (docs.size > 1 and bool((docs[1:] == docs[:-1]).any())):
-            self.multi_valued = True
+        if not self.multi_valued and (bool((docs[1:] == docs[:-1]).any()) or self._any_valued(docs)):
+            self.become_multi_valued()
         docs = docs.astype(np.uint32)
         values = values.astype(np.float64)
         self._docs.append(docs)
@@ -100,6 +102,22 @@ class NumericColumn:
         first_docs, first_index = np.unique(docs, return_index=True)
         self.first.data[first_docs] = values[first_index]
         self.docs |= bitmap_from_array(docs)
+
+    def _any_valued(self, docs: np.ndarray) -> bool:
+        """Whether one of ``docs`` already holds a number (from an earlier add)."""
+        known = self.minimum.data
+        inside = docs[docs < known.size]
+        return bool(inside.size) and not bool(np.isnan(known[inside]).all())
+
+    def become_multi_valued(self) -> None:
+        """Give max and first arrays of their own (a doc is about to hold several values)."""
+        self.multi_valued = True
+        if self.maximum is self.minimum:
+            self.maximum = GrowableArray(np.float64, np.nan)
+            self.maximum.data = self.minimum.data.copy()
+        if self.first is self.minimum:
+            self.first = GrowableArray(np.float64, np.nan)
+            self.first.data = self.minimum.data.copy()
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(docs, values) of every value, in insertion order."""
@@ -214,7 +232,8 @@ class ValueColumn:
         self._vids: list[np.ndarray] = []
         self._flat: tuple[np.ndarray, np.ndarray] | None = None
         self._by_value: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self.first = GrowableArray(np.int64, -1)
+        #: Per doc, the value id of its first value (-1: none); 32 bits, as value ids are.
+        self.first = GrowableArray(np.int32, -1)
         self.docs: AbstractBitMap = BitMap()
         self._fold_rank: np.ndarray | None = None
         self._sort_ranks: tuple[np.ndarray, np.ndarray] | None = None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import threading
 import zlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgpack
@@ -28,7 +29,7 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.buffers import JoinedBuffers
-from roarsearch.index.bitmaps import bitmap_from_array
+from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 
 RecordId = int | str
 
@@ -63,11 +64,203 @@ def id_sort_key(record_id: RecordId) -> tuple[int, int | str]:
     return (1, record_id) if isinstance(record_id, str) else (0, record_id)
 
 
+#: Largest record id kept in the compact form of :class:`RecordIds` (int64).
+_COMPACT_ID_LIMIT = (1 << 63) - 1
+
+
+class RecordIds:
+    """The record id of every doc id (None once retired) and the current doc of every record id.
+
+    Compact while every record id is an integer and each new one is greater than all earlier
+    ones (ids added in increasing order, no upsert of an existing id: the common bulk load): the
+    ids are one int64 array in doc order, retired docs a bitmap, and finding a record id's doc a
+    binary search — 8 bytes per record where a list and a dict of Python ints take ~100 (about
+    100 MB at 1M records). The first id that breaks the order turns it, once, into that list
+    and dict. Read like a list (``ids[doc]``, ``len(ids)``); changed only through its methods.
+    """
+
+    __slots__ = ("_ints", "_size", "_retired", "_list", "_docs")
+
+    def __init__(self) -> None:
+        self._ints: np.ndarray | None = np.empty(1024, dtype=np.int64)
+        self._size = 0
+        self._retired = BitMap()
+        self._list: list[RecordId | None] | None = None
+        self._docs: dict[RecordId, int] | None = None
+
+    @property
+    def compact(self) -> bool:
+        return self._list is None
+
+    def __len__(self) -> int:
+        return self._size if self._list is None else len(self._list)
+
+    def __getitem__(self, doc: int) -> RecordId | None:
+        if self._list is not None:
+            return self._list[doc]
+        if not 0 <= doc < self._size:
+            raise IndexError(doc)
+        assert self._ints is not None
+        return None if doc in self._retired else int(self._ints[doc])
+
+    def __iter__(self) -> Iterator[RecordId | None]:
+        return iter(self.to_list())
+
+    def to_list(self) -> list[RecordId | None]:
+        if self._list is not None:
+            return self._list
+        assert self._ints is not None
+        ids: list[RecordId | None] = self._ints[:self._size].tolist()
+        for doc in self._retired:
+            ids[doc] = None
+        return ids
+
+    def ids_of(self, docs: Iterable[int]) -> list[RecordId | None]:
+        """The record ids of ``docs`` (None for retired ones), in their order."""
+        if self._list is not None:
+            record_list = self._list
+            return [record_list[doc] for doc in docs]
+        assert self._ints is not None
+        positions = np.fromiter(docs, dtype=np.int64) if not isinstance(docs, np.ndarray) else docs.astype(np.int64)
+        if positions.size and (int(positions.min()) < 0 or int(positions.max()) >= self._size):
+            raise IndexError("a doc id past the record ids")
+        ids: list[RecordId | None] = self._ints[positions].tolist()
+        if self._retired:
+            for offset in np.flatnonzero(np.isin(positions, array_from_bitmap(self._retired))).tolist():
+                ids[offset] = None
+        return ids
+
+    def int_array(self) -> np.ndarray | None:
+        """The ids of docs ``0..len-1`` as int64 (retired docs included) while compact, else None."""
+        return None if self._ints is None else self._ints[:self._size]
+
+    def retired(self) -> np.ndarray:
+        """Per doc, whether it is retired."""
+        if self._list is not None:
+            return np.fromiter((record_id is None for record_id in self._list), dtype=bool, count=len(self._list))
+        mask = np.zeros(self._size, dtype=bool)
+        mask[array_from_bitmap(self._retired)] = True
+        return mask
+
+    def doc(self, record_id: Any) -> int | None:
+        """The current doc of ``record_id`` (dict semantics: ``True`` finds ``1``), or None."""
+        if self._docs is not None:
+            return self._docs.get(record_id)
+        if isinstance(record_id, float) and record_id.is_integer():
+            record_id = int(record_id)
+        if not isinstance(record_id, int) or self._size == 0:  # bool is an int, as in a dict
+            return None
+        assert self._ints is not None
+        ints = self._ints[:self._size]
+        if not int(ints[0]) <= record_id <= int(ints[-1]):
+            return None
+        doc = int(np.searchsorted(ints, record_id))
+        return doc if int(ints[doc]) == record_id and doc not in self._retired else None
+
+    def append(self, ids: list[RecordId]) -> list[int]:
+        """Give ``ids`` the next doc ids; returns the docs they replaced (earlier docs of the same
+        record ids, within the batch too), which are retired."""
+        if self._list is None and self._can_stay_compact(ids):
+            assert self._ints is not None
+            end = self._size + len(ids)
+            if end > self._ints.size:
+                grown = np.empty(max(end, 2 * self._ints.size), dtype=np.int64)
+                grown[:self._size] = self._ints[:self._size]
+                self._ints = grown
+            self._ints[self._size:end] = ids
+            self._size = end
+            return []
+        self._spill()
+        assert self._list is not None and self._docs is not None
+        record_list, docs = self._list, self._docs
+        start = len(record_list)
+        record_list.extend(ids)
+        replaced: list[int] = []
+        for offset, record_id in enumerate(ids):
+            previous = docs.get(record_id)
+            if previous is not None:
+                replaced.append(previous)
+                record_list[previous] = None
+            docs[record_id] = start + offset
+        return replaced
+
+    def _can_stay_compact(self, ids: list[Any]) -> bool:
+        if not ids:
+            return True
+        if {*map(type, ids)} != {int} or min(ids) < -_COMPACT_ID_LIMIT or max(ids) > _COMPACT_ID_LIMIT:
+            return False
+        array = np.asarray(ids, dtype=np.int64)
+        assert self._ints is not None
+        increasing = array.size < 2 or bool((array[1:] > array[:-1]).all())
+        return increasing and (self._size == 0 or int(array[0]) > int(self._ints[self._size - 1]))
+
+    def _spill(self) -> None:
+        if self._list is not None:
+            return
+        ids = self.to_list()
+        docs: dict[RecordId | None, int] = dict(zip(ids, range(len(ids))))  # C speed
+        docs.pop(None, None)  # retired docs' ids are None
+        self._list, self._docs = ids, docs  # type: ignore[assignment]  # None is gone
+        self._ints, self._size, self._retired = None, 0, BitMap()
+
+    def retire_id(self, record_id: RecordId) -> int | None:
+        """Retire the current doc of ``record_id``; returns it, or None when there is none."""
+        if self._docs is not None:
+            doc = self._docs.pop(record_id, None)
+            if doc is not None:
+                assert self._list is not None
+                self._list[doc] = None
+            return doc
+        doc = self.doc(record_id)
+        if doc is not None:
+            self._retired.add(doc)
+        return doc
+
+    def retire_docs(self, docs: AbstractBitMap) -> None:
+        if self._list is None:
+            self._retired |= docs
+            return
+        assert self._docs is not None
+        for doc in docs:
+            record_id = self._list[doc]
+            if record_id is not None:
+                del self._docs[record_id]
+            self._list[doc] = None
+
+    @classmethod
+    def from_list(cls, ids: list[RecordId | None]) -> RecordIds:
+        """The ids as saved by :meth:`to_list` (None for retired docs)."""
+        loaded = cls()
+        present = [record_id for record_id in ids if record_id is not None]
+        if len(present) == len(ids) and loaded._can_stay_compact(present):
+            loaded.append(present)
+            return loaded
+        loaded._ints = None
+        loaded._list = list(ids)
+        docs: dict[RecordId | None, int] = dict(zip(loaded._list, range(len(loaded._list))))
+        docs.pop(None, None)
+        loaded._docs = docs  # type: ignore[assignment]
+        return loaded
+
+    @classmethod
+    def from_arrays(cls, ints: np.ndarray, retired: AbstractBitMap) -> RecordIds:
+        """The compact form as saved by :func:`~roarsearch.index.state.index_to_state`."""
+        loaded = cls()
+        loaded._ints = np.array(ints, dtype=np.int64)
+        loaded._size = int(ints.size)
+        loaded._retired = BitMap(retired)
+        return loaded
+
+    def retired_bitmap(self) -> AbstractBitMap:
+        assert self._list is None
+        return self._retired
+
+
 class DocStore:
     """Record id ↔ doc id, stored msgpack payloads, and the alive bitmap."""
 
     def __init__(self) -> None:
-        self.record_ids: list[RecordId | None] = []
+        self.record_ids = RecordIds()
         # Stored records: buffer i holds docs ``_firsts[i]`` onwards, doc ``_firsts[i] + k`` at
         # ``_buffers[i][offsets[k]:offsets[k + 1]]`` with ``offsets = _offsets[i]``. Retired docs'
         # bytes stay until the next snapshot, which leaves them out.
@@ -76,7 +269,6 @@ class DocStore:
         self._offsets: list[np.ndarray] = []
         self._firsts: list[int] = []
         self._inflate = threading.Lock()
-        self.doc_of: dict[RecordId, int] = {}
         self.alive = FrozenBitMap()
         # True while every assigned doc's record id is greater than all earlier ones.
         self.ids_in_doc_order = True
@@ -99,7 +291,8 @@ class DocStore:
         Within one batch a repeated id keeps its last record, as sequential upserts would.
         """
         start = len(self.record_ids)
-        self.record_ids.extend(record["id"] for record in records)
+        ids = [record["id"] for record in records]
+        replaced_docs = self.record_ids.append(ids)
         if payloads is None:
             payloads = pack_records(records)
         lengths = np.fromiter(map(len, payloads), dtype=np.uint64, count=len(payloads))
@@ -108,16 +301,7 @@ class DocStore:
         for part, first in zip(compressed, range(0, len(payloads), SAVED_PART_DOCS)):
             last = min(first + SAVED_PART_DOCS, len(payloads))
             self._append_buffer(start + first, None, lengths[first:last], part)
-        replaced_docs: list[int] = []
-        doc_of = self.doc_of
-        for offset, record in enumerate(records):
-            record_id = record["id"]
-            previous = doc_of.get(record_id)
-            if previous is not None:
-                replaced_docs.append(previous)
-                self.record_ids[previous] = None
-            doc_of[record_id] = start + offset
-            self._note_order(record_id)
+        self._note_order(ids)
         new_docs = np.arange(start, start + len(records), dtype=np.uint32)
         replaced = BitMap(replaced_docs)
         # A repeated id inside the batch replaced an earlier doc of the same batch: drop it too.
@@ -125,22 +309,38 @@ class DocStore:
         self._id_rank = None
         return new_docs, replaced
 
-    def _note_order(self, record_id: RecordId) -> None:
-        key = id_sort_key(record_id)
-        if self._last_id_key is not None and key <= self._last_id_key:
-            self.ids_in_doc_order = False
-        self._last_id_key = key
+    def _note_order(self, ids: list[RecordId]) -> None:
+        if not ids:
+            return
+        if self.record_ids.compact:  # every id an int, each greater than the last: in order
+            self._last_id_key = id_sort_key(ids[-1])
+            return
+        for record_id in ids:
+            key = id_sort_key(record_id)
+            if self._last_id_key is not None and key <= self._last_id_key:
+                self.ids_in_doc_order = False
+            self._last_id_key = key
+
+    def doc_of(self, record_id: RecordId) -> int | None:
+        """The current doc of ``record_id``, or None."""
+        return self.record_ids.doc(record_id)
+
+    def doc_for(self, record_id: RecordId) -> int:
+        """The current doc of a record id known to be present (one a result just showed)."""
+        doc = self.record_ids.doc(record_id)
+        if doc is None:
+            raise KeyError(record_id)
+        return doc
 
     def remove(self, record_ids: list[RecordId]) -> list[bool]:
         """Retire the docs of ``record_ids``; one flag per id, False where the id was absent."""
         found: list[bool] = []
         retired: list[int] = []
         for record_id in record_ids:
-            doc = self.doc_of.pop(record_id, None)
+            doc = self.record_ids.retire_id(record_id)
             found.append(doc is not None)
             if doc is not None:
                 retired.append(doc)
-                self.record_ids[doc] = None
         # The id ranks of the remaining docs keep their relative order: ``_id_rank`` stays valid.
         self.alive = FrozenBitMap(self.alive - BitMap(retired))
         return found
@@ -148,11 +348,7 @@ class DocStore:
     def remove_docs(self, docs: AbstractBitMap) -> int:
         """Retire the given alive docs (delete by filter or clear); returns how many."""
         docs = docs & self.alive
-        for doc in docs:
-            record_id = self.record_ids[doc]
-            if record_id is not None:
-                del self.doc_of[record_id]
-            self.record_ids[doc] = None
+        self.record_ids.retire_docs(docs)
         self.alive = FrozenBitMap(self.alive - docs)
         return len(docs)
 
@@ -193,8 +389,7 @@ class DocStore:
     def payloads_to_state(self) -> list[dict[str, Any]]:
         """The stored records of live docs as compressed parts: ``first`` doc, per-doc byte
         ``lengths`` (0 for retired docs, whose bytes are left out) and the zlib ``data``."""
-        retired = np.fromiter((record_id is None for record_id in self.record_ids), dtype=bool,
-                              count=len(self.record_ids))
+        retired = self.record_ids.retired()
         parts: list[dict[str, Any]] = []
         for part, (offsets, first) in enumerate(zip(self._offsets, self._firsts)):
             lengths = np.diff(offsets)
@@ -243,11 +438,17 @@ class DocStore:
         data = memoryview(data)
         byte_ends = np.cumsum(sizes).tolist()
         doc_ends = np.cumsum(counts.astype(np.int64)).tolist()
-        self._buffers, self._packed, self._offsets, self._firsts = [], [], [], []
+        packed: list[bytes | memoryview | None] = []
+        offsets: list[np.ndarray] = []
         byte_start = doc_start = 0
-        for first, byte_end, doc_end in zip(firsts, byte_ends, doc_ends):
-            self._append_buffer(first, None, lengths[doc_start:doc_end], data[byte_start:byte_end])
+        for byte_end, doc_end in zip(byte_ends, doc_ends):
+            part_offsets = np.zeros(doc_end - doc_start + 1, dtype=np.uint64)
+            np.cumsum(lengths[doc_start:doc_end], out=part_offsets[1:])
+            offsets.append(part_offsets)
+            packed.append(data[byte_start:byte_end])
             byte_start, doc_start = byte_end, doc_end
+        # Swapped whole (also after a snapshot, when the parts become views of its file).
+        self._buffers, self._packed, self._offsets, self._firsts = [None] * len(packed), packed, offsets, firsts
 
     def payloads_from_state(self, parts: list[dict[str, Any]]) -> None:
         """Keep saved parts compressed; each is inflated when one of its records is first read."""
@@ -268,7 +469,8 @@ class DocStore:
             return None
         if self._id_rank is None:
             docs = list(self.alive)
-            ordered = sorted(docs, key=lambda doc: id_sort_key(self.record_ids[doc]))  # type: ignore[arg-type]
+            record_ids = self.record_ids
+            ordered = sorted(docs, key=lambda doc: id_sort_key(record_ids[doc]))  # type: ignore[arg-type]
             rank = np.zeros(len(self.record_ids), dtype=np.int64)
             rank[np.asarray(ordered, dtype=np.int64)] = np.arange(len(ordered), dtype=np.int64)
             self._id_rank = rank

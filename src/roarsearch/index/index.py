@@ -320,6 +320,12 @@ class _IdColumns:
         int_docs: list[int] = []
         int_values: list[int] = []
         self.folded: dict[str, list[int]] = {}
+        self.numbers = NumericColumn()
+        compact = record_ids.int_array()
+        if compact is not None:  # every id an integer: one vectorised gather
+            alive = array_from_bitmap(docs.alive)
+            self.numbers.add(alive.astype(np.uint32), compact[alive].astype(np.float64))
+            return
         for doc in docs.alive:
             record_id = record_ids[doc]
             if isinstance(record_id, int):
@@ -327,7 +333,6 @@ class _IdColumns:
                 int_values.append(record_id)
             elif record_id is not None:
                 self.folded.setdefault(fold_value(record_id), []).append(doc)
-        self.numbers = NumericColumn()
         self.numbers.add(np.asarray(int_docs, dtype=np.uint32), np.asarray(int_values, dtype=np.float64))
 
     def equal_number(self, value: float) -> AbstractBitMap:

@@ -15,20 +15,22 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap, FrozenBitMap
 
+from roarsearch.buffers import JoinedBuffers
 from roarsearch.errors import BadRequestError
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.columns import FieldColumns, NumericColumn, ValueColumn
-from roarsearch.index.docstore import RecordId, id_sort_key
+from roarsearch.index.docstore import RecordIds, id_sort_key
 from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings, PackedTokens, pack_column, unpack_column
 from roarsearch.schema import GEO_FIELD, check_geo_point
 
-INDEX_STATE_VERSION = 3
+INDEX_STATE_VERSION = 4
 #: Versions this module still reads (version 1 also saved every term's bitmap; they are rebuilt
-#: from the token arrays on demand, so loading ignores them; version 2 saved token columns raw).
-READABLE_STATE_VERSIONS = (1, 2, 3)
+#: from the token arrays on demand, so loading ignores them; version 2 saved token columns raw;
+#: version 3 saved every record id in a list, version 4 integer ids in increasing order packed).
+READABLE_STATE_VERSIONS = (1, 2, 3, 4)
 
 
 def _bytes(array: np.ndarray) -> memoryview:
@@ -92,12 +94,12 @@ def index_to_state(index: Index) -> dict[str, Any]:
         if columns.values is not None:
             docs, value_ids = columns.values.pairs()
             state["values"] = {"values": columns.values.values, "docs": _packed(docs, delta=True),
-                               "vids": _packed(value_ids), "first": _packed(columns.values.first.data),
+                               "vids": _packed(value_ids), "first": _packed(columns.values.first.data), "first_bits": 32,
                                "doc_bitmap": columns.values.docs.serialize()}
         columns_state[path] = state
     return {
         "version": INDEX_STATE_VERSION,
-        "docs": {"record_ids": docstore.record_ids, "payload_block": _packed_lengths(docstore.payload_block_to_state()),
+        "docs": {**_record_ids_state(docstore.record_ids), "payload_block": _packed_lengths(docstore.payload_block_to_state()),
                  "alive": docstore.alive.serialize(), "ids_in_doc_order": docstore.ids_in_doc_order,
                  "last_id": None if docstore._last_id_key is None else docstore._last_id_key[1]},
         "lexicon": _packed_lexicon(index.lexicon.to_state()),
@@ -114,6 +116,23 @@ def index_to_state(index: Index) -> dict[str, Any]:
 _LEXICON_ARRAYS = {"deletion_keys": True, "deletion_ids": False, "trigram_keys": True, "trigram_ids": False}
 
 
+def _record_ids_state(record_ids: RecordIds) -> dict[str, Any]:
+    """Compact record ids as a packed int64 array and a bitmap of retired docs (no Python int
+    per record, saving or loading); others as a list with None for retired docs."""
+    ints = record_ids.int_array()
+    if ints is None:
+        return {"record_ids": record_ids.to_list()}
+    # Deltas in uint64 (modular, exact for any int64 ids: negative ones and wide jumps included).
+    return {"record_id_ints": _packed(ints.view(np.uint64), delta=True), "retired_docs": record_ids.retired_bitmap().serialize()}
+
+
+def _record_ids_from_state(docs_state: dict[str, Any]) -> RecordIds:
+    if "record_id_ints" in docs_state:
+        return RecordIds.from_arrays(_array(docs_state["record_id_ints"], np.uint64, delta=True).view(np.int64),
+                                     BitMap.deserialize(docs_state["retired_docs"]))
+    return RecordIds.from_list(list(docs_state["record_ids"]))
+
+
 def _packed_lexicon(state: dict[str, Any]) -> dict[str, Any]:
     return {**state, **{key: _packed(np.frombuffer(state[key], dtype=np.uint32), delta)
                         for key, delta in _LEXICON_ARRAYS.items() if key in state}}
@@ -128,6 +147,20 @@ def _unpacked_lexicon(state: dict[str, Any]) -> dict[str, Any]:
 def _packed_lengths(block: dict[str, Any]) -> dict[str, Any]:
     """The stored records' block with its per-doc lengths compressed."""
     return {**block, "lengths": _packed(np.frombuffer(block["lengths"], dtype=np.uint32))}
+
+
+def saved_payloads(state: dict[str, Any]) -> JoinedBuffers:
+    """The stored records' compressed bytes in a state from :func:`index_to_state`."""
+    data: JoinedBuffers = state["docs"]["payload_block"]["data"]
+    return data
+
+
+def adopt_saved_payloads(index: Index, state: dict[str, Any], saved: memoryview) -> None:
+    """After ``state`` was written as a snapshot, keep the stored records as ``saved`` (a view of
+    the snapshot's copy of :func:`saved_payloads`) rather than in memory, as a reopened index
+    does. The caller holds the index's write lock: no reader may see the parts half swapped."""
+    block = state["docs"]["payload_block"]
+    index.docs.payload_block_from_state({**block, "lengths": _array(block["lengths"], np.uint32), "data": saved})
 
 
 def _token_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -151,7 +184,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
     index = Index()
     docs_state = state["docs"]
     docstore = index.docs
-    docstore.record_ids = list(docs_state["record_ids"])
+    docstore.record_ids = _record_ids_from_state(docs_state)
     if "payload_block" in docs_state:
         block = docs_state["payload_block"]
         if isinstance(block["lengths"], dict):  # version 3: the per-doc lengths compressed
@@ -162,9 +195,6 @@ def index_from_state(state: dict[str, Any]) -> Index:
     else:  # version 1: one msgpack bytes object per doc
         docstore.payloads_from_list(list(docs_state["payloads"]))
     docstore.alive = FrozenBitMap.deserialize(docs_state["alive"])
-    doc_of: dict[RecordId | None, int] = dict(zip(docstore.record_ids, range(len(docstore.record_ids))))  # C speed
-    doc_of.pop(None, None)  # retired docs' ids are None
-    docstore.doc_of = doc_of  # type: ignore[assignment]  # None is gone
     docstore.ids_in_doc_order = bool(docs_state["ids_in_doc_order"])
     last_id = docs_state["last_id"]
     docstore._last_id_key = None if last_id is None else id_sort_key(last_id)
@@ -200,8 +230,10 @@ def index_from_state(state: dict[str, Any]) -> Index:
             numeric._docs, numeric._values = [docs], [_array(saved["numeric"]["values"], np.float64)]
             # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
             # several values has adjacent pairs.
-            numeric.multi_valued = bool(docs.size > 1 and (docs[1:] == docs[:-1]).any())
+            if docs.size > 1 and (docs[1:] == docs[:-1]).any():
+                numeric.become_multi_valued()
             if "min" in saved["numeric"]:
+                numeric.become_multi_valued()  # saved apart: three arrays
                 numeric.minimum.data = _array(saved["numeric"]["min"], np.float64)
                 numeric.maximum.data = _array(saved["numeric"]["max"], np.float64)
                 # Older snapshots lack the first number per doc: the smallest is the best stand-in.
@@ -209,7 +241,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
             else:  # single-valued: each doc's min, max and first are its one value
                 per_doc = np.full(int(saved["numeric"]["slots"]), np.nan)
                 per_doc[docs] = numeric._values[0]
-                numeric.minimum.data, numeric.maximum.data, numeric.first.data = per_doc, per_doc.copy(), per_doc.copy()
+                numeric.minimum.data = per_doc  # also max and first (one array while single-valued)
             # The doc set as saved (older snapshots: from the pairs): deserialising is a copy, not a build.
             numeric.docs = (BitMap.deserialize(saved["numeric"]["doc_bitmap"]) if "doc_bitmap" in saved["numeric"]
                             else bitmap_from_array(docs))
@@ -222,7 +254,9 @@ def index_from_state(state: dict[str, Any]) -> Index:
             values.ids = {value: value_id for value_id, value in enumerate(values.values)}
             docs = _array(saved["values"]["docs"], np.uint32, delta=True)
             values._docs, values._vids = [docs], [_array(saved["values"]["vids"], np.uint32)]
-            values.first.data = _array(saved["values"]["first"], np.int64)
+            # Saved in 32 bits as they are held (older snapshots: 64).
+            values.first.data = (_array(saved["values"]["first"], np.int32) if saved["values"].get("first_bits") == 32
+                                 else _array(saved["values"]["first"], np.int64).astype(np.int32))
             values.docs = (BitMap.deserialize(saved["values"]["doc_bitmap"]) if "doc_bitmap" in saved["values"]
                            else bitmap_from_array(docs))
             columns.values = values

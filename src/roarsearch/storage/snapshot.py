@@ -52,6 +52,8 @@ BLOB_MAGIC = b"RSBLOBS\x01"
 BLOB_EXT = 1
 BLOB_REFERENCE = struct.Struct("<QQ")
 BLOB_ALIGN = 8
+#: The blob region starts this far into the body (after the magic and its 8-byte length).
+BLOB_REGION_OFFSET = len(BLOB_MAGIC) + 8
 #: The checksum pass reads the mapping in slices of this many bytes and lets go of each slice's
 #: pages afterwards, so that checking a snapshot does not leave all of it resident.
 CHECK_SLICE_BYTES = 16 * 1024 * 1024
@@ -81,15 +83,19 @@ def _container_header_size(count: int) -> int:
 
 
 class _Blobs:
-    """Large binary values set aside for the blob region: each an 8-byte aligned byte range."""
+    """Large binary values set aside for the blob region: each an 8-byte aligned byte range.
+    ``placements``, when given, records each value's offset in the region by ``id(value)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, placements: dict[int, int] | None = None) -> None:
         self.views: list[Buffer] = []
         self.size = 0
+        self.placements = placements
 
     def add(self, view: Buffer | JoinedBuffers) -> bytes:
         """Set ``view`` aside; returns the packed reference to it that goes in its place."""
         offset = self.size
+        if self.placements is not None:
+            self.placements[id(view)] = offset
         parts = view if isinstance(view, JoinedBuffers) else (view,)
         self.views.extend(parts)
         length = view.size if isinstance(view, JoinedBuffers) else len(view)
@@ -167,14 +173,20 @@ def encode_chunks(state: Any) -> Iterator[Buffer]:
         yield pending
 
 
-def encode_with_blobs(state: Any) -> Iterator[Buffer]:
+def encode_with_blobs(state: Any, placements: dict[int, int] | None = None) -> Iterator[Buffer]:
     """``state`` in the blob layout: :data:`BLOB_MAGIC`, the blob region's length (8 bytes,
     little-endian), the blob region (every binary value of at least ``DIRECT_WRITE_BYTES``, each
     8-byte aligned, written from the caller's buffer), then the msgpack of the rest, where each
     of those values is an ``ExtType(BLOB_EXT, (offset, length))``. A reader maps the file and
-    hands out views of the region: opening copies none of the large arrays."""
+    hands out views of the region: opening copies none of the large arrays. ``placements``: see
+    :class:`_Blobs` (offsets from the region's start, :data:`BLOB_REGION_OFFSET` into the body).
+
+    Values that are views of a mapped file (an earlier snapshot's stored records) are faulted in
+    as they are written; their pages are dropped from this process's mapping every
+    :data:`CHECK_SLICE_BYTES` (they stay in the page cache), so that rewriting a large snapshot
+    does not make all of the old one resident."""
     packer = msgpack.Packer(use_bin_type=True)
-    blobs = _Blobs()
+    blobs = _Blobs(placements)
     rest: list[Buffer] = []
     pending = bytearray()
     for piece in _pieces(state, packer, blobs):
@@ -185,12 +197,29 @@ def encode_with_blobs(state: Any) -> Iterator[Buffer]:
     if pending:
         rest.append(pending)
     yield BLOB_MAGIC + struct.pack("<Q", blobs.size)
-    yield from blobs.views
+    mapped_bytes = 0
+    for view in blobs.views:
+        yield view
+        source = getattr(view, "obj", None)  # a memoryview's exporter; bytes have none
+        if isinstance(source, mmap.mmap):
+            mapped_bytes += len(view)
+            if mapped_bytes >= CHECK_SLICE_BYTES:
+                _drop_mapped_pages(source)
+                mapped_bytes = 0
     yield from rest
 
 
-def write_snapshot(fs: FileSystem, path: str, state: dict[str, Any]) -> int:
+def _drop_mapped_pages(mapping: mmap.mmap) -> None:
+    """Let go of ``mapping``'s resident pages (a read-only file mapping: a later read faults them
+    back in from the page cache, unchanged)."""
+    if hasattr(mmap, "MADV_DONTNEED") and not mapping.closed:
+        mapping.madvise(mmap.MADV_DONTNEED)
+
+
+def write_snapshot(fs: FileSystem, path: str, state: dict[str, Any], placements: dict[int, int] | None = None) -> int:
     """Replace the snapshot at ``path`` with ``state``, durably; returns the file's size.
+    ``placements``: filled with the file offset of each large binary value, by ``id(value)``
+    (a caller can then keep views of the file instead of its own copies).
 
     On any I/O failure the previous snapshot is left in place, the temporary file is removed
     (best effort) and :class:`StorageError` is raised.
@@ -202,7 +231,7 @@ def write_snapshot(fs: FileSystem, path: str, state: dict[str, Any]) -> int:
         # A zeroed header first: a file cut short anywhere has no valid magic, and the real
         # header (which needs the body's length and CRC) is patched in once the body is written.
         yield bytes(SNAPSHOT_HEADER.size)
-        for number, chunk in enumerate(encode_with_blobs(state)):
+        for number, chunk in enumerate(encode_with_blobs(state, placements)):
             yield chunk
             body["length"] += len(chunk)
             body["crc"] = zlib.crc32(chunk, body["crc"])
@@ -229,6 +258,9 @@ def write_snapshot(fs: FileSystem, path: str, state: dict[str, Any]) -> int:
             f"{path}: the new snapshot is in place but its directory could not be synced ({error.strerror or error})"
         ) from error
     failpoints.hit("snapshot.after_rename")
+    if placements is not None:
+        for key in placements:
+            placements[key] += SNAPSHOT_HEADER.size + BLOB_REGION_OFFSET
     return SNAPSHOT_HEADER.size + body["length"]
 
 
@@ -303,7 +335,7 @@ def _decode(path: str, data: Buffer | mmap.mmap) -> Any:
     hook: Any = msgpack.ExtType
     if body[:len(BLOB_MAGIC)] == BLOB_MAGIC:
         (region_length,) = struct.unpack_from("<Q", body, len(BLOB_MAGIC))
-        region_start = len(BLOB_MAGIC) + 8
+        region_start = BLOB_REGION_OFFSET
         region = body[region_start:region_start + region_length].toreadonly()
         rest = body[region_start + region_length:]
 

@@ -21,12 +21,14 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from roarsearch.buffers import JoinedBuffers
 from roarsearch.errors import BadRequestError, CorruptionError, StorageError
 from roarsearch.storage.format import DIRECTORY_FORMAT, DIRECTORY_FORMAT_PREFIX, FORMAT_VERSION
 from roarsearch.storage.fs import FileSystem
@@ -35,6 +37,8 @@ from roarsearch.storage.snapshot import read_snapshot, write_snapshot
 from roarsearch.storage.wal import WriteAheadLog
 
 #: A snapshot is due (and the log is reset) once the log holds this many bytes ...
+log = logging.getLogger(__name__)
+
 SNAPSHOT_LOG_BYTES = int(os.environ.get("ROARSEARCH_SNAPSHOT_LOG_BYTES", 64 * 1024 * 1024))
 #: ... or this many batches not yet in the snapshot. (The environment variables are for tests.)
 SNAPSHOT_LOG_RECORDS = int(os.environ.get("ROARSEARCH_SNAPSHOT_LOG_RECORDS", 1000))
@@ -105,16 +109,31 @@ class CollectionStore:
         byte_threshold = max(SNAPSHOT_LOG_BYTES, int(self.snapshot_bytes * SNAPSHOT_GROWTH))
         return self.wal.size_bytes >= byte_threshold or self.wal.record_count >= SNAPSHOT_LOG_RECORDS
 
-    def snapshot(self, index_state: Any) -> None:
+    def snapshot(self, index_state: Any, views_of: tuple[JoinedBuffers, ...] = ()) -> list[memoryview] | None:
         """Write ``index_state`` (which must include every logged batch) as the snapshot, then reset the log.
 
+        ``views_of``: large binary values of the state to get back as read-only views of the new
+        file (as if it had been reopened), in that order; None when the file could not be mapped
+        (the snapshot itself is written: the caller keeps its own copies).
         Raises :class:`StorageError` when the disk refuses; the batches stay safe in the log either way.
         """
         last_seq = self.wal.next_seq - 1
+        placements: dict[int, int] | None = {} if views_of else None
         self.snapshot_bytes = write_snapshot(self.fs, self.snapshot_path,
-                                             {"format": FORMAT_VERSION, "last_seq": last_seq, "index": index_state})
+                                             {"format": FORMAT_VERSION, "last_seq": last_seq, "index": index_state},
+                                             placements)
         self.last_snapshot_seq = last_seq
         self.wal.reset()
+        if placements is None:
+            return None
+        try:
+            with memoryview(self.fs.map_file(self.snapshot_path)) as whole:
+                return [whole[placements[id(value)]:placements[id(value)] + value.size].toreadonly()
+                        for value in views_of]
+        except (OSError, KeyError, ValueError) as error:
+            log.warning("%s: the new snapshot could not be mapped (%s); its stored records stay in memory",
+                        self.snapshot_path, error)
+            return None
 
     def verify(self) -> list[str]:
         """Problems found re-reading the snapshot and every log record from disk (empty: all checksums hold)."""

@@ -51,3 +51,17 @@ def test_range_ways_agree(monkeypatch) -> None:
             monkeypatch.setattr(columns_module, "RANGE_CHECK_THRESHOLD", 10**9)
             assert set(column.range(low, flags[0], high, flags[1], BitMap(range(3000)))) == expected
             monkeypatch.setattr(columns_module, "RANGE_CHECK_THRESHOLD", 50_000)
+
+
+def test_single_valued_numbers_keep_one_per_doc_array_until_a_doc_gets_a_second() -> None:
+    column = NumericColumn()
+    column.add(np.array([0, 1, 2]), np.array([5.0, 7.0, 6.0]))
+    assert column.maximum is column.minimum and column.first is column.minimum  # 8 bytes per doc, not 24
+    column.add(np.array([4]), np.array([1.0]))
+    assert not column.multi_valued and column.maximum is column.minimum
+    column.add(np.array([1]), np.array([9.0]))  # doc 1 again, in a later add: now it has two
+    assert column.multi_valued and column.maximum is not column.minimum and column.first is not column.minimum
+    assert column.minimum.data[:5].tolist()[:3] == [5.0, 7.0, 6.0] and column.maximum.data[1] == 9.0
+    column.add(np.array([5, 5]), np.array([3.0, 2.0]))
+    assert (column.minimum.data[5], column.maximum.data[5], column.first.data[5]) == (2.0, 3.0, 3.0)
+    assert column.minimum.data[0] == column.maximum.data[0] == column.first.data[0] == 5.0

@@ -72,7 +72,7 @@ def answers(index: Index) -> dict[str, Any]:
 def test_loaded_chunks_inflate_on_first_read_and_save_as_loaded() -> None:
     index = build(300)
     state = index_to_state(index)
-    assert state["version"] == 3
+    assert state["version"] == 4
     loaded = index_from_state(state)
     chunks = loaded.postings["title"]._chunks
     assert chunks and not any(chunk._docs.ready.any() or chunk._positions.ready.any() for chunk in chunks)
@@ -125,7 +125,8 @@ def _unpacked_columns(state: dict[str, Any]) -> dict[str, Any]:
         for kind in ("numeric", "values"):
             for key, value in saved.get(kind, {}).items():
                 if isinstance(value, dict):
-                    dtype = np.int64 if (kind, key) == ("values", "first") else types[key]
+                    first_type = np.int32 if saved[kind].get("first_bits") == 32 else np.int64
+                    dtype = first_type if (kind, key) == ("values", "first") else types[key]
                     ends = np.frombuffer(value["ends"], dtype=np.uint64)
                     saved[kind][key] = unpack_column(value["packed"], ends, value["count"], dtype, key == "docs").tobytes()
     return state
