@@ -270,11 +270,22 @@ def _pair_distance(
         return None
     if left_docs.size + right_docs.size <= _SMALL_PAIR_TOKENS:
         return _pair_distance_small(left_docs, left_positions, right_docs, right_positions)
-    docs = np.concatenate((left_docs, right_docs)).astype(np.int64)
-    positions = np.concatenate((left_positions, right_positions)).astype(np.int64)
-    is_right = np.concatenate((np.zeros(left_docs.size, bool), np.ones(right_docs.size, bool)))
-    order = np.lexsort((is_right, positions, docs))
-    docs, positions, is_right = docs[order], positions[order], is_right[order]
+    if int(left_positions.max()) >= _PACKED_POSITION_LIMIT or int(right_positions.max()) >= _PACKED_POSITION_LIMIT:
+        docs = np.concatenate((left_docs, right_docs)).astype(np.int64)
+        positions = np.concatenate((left_positions, right_positions)).astype(np.int64)
+        is_right = np.concatenate((np.zeros(left_docs.size, bool), np.ones(right_docs.size, bool)))
+        order = np.lexsort((is_right, positions, docs))
+        docs, positions, is_right = docs[order], positions[order], is_right[order]
+    else:
+        # One sort of packed (doc, position, side) keys — doc ids are 32-bit, positions here below
+        # 2^31 — in place of a three-key lexsort (several times slower on the same tokens).
+        keys = np.concatenate(((left_docs.astype(np.uint64) << np.uint64(32)) | (left_positions.astype(np.uint64) << np.uint64(1)),
+                               (right_docs.astype(np.uint64) << np.uint64(32)) | (right_positions.astype(np.uint64) << np.uint64(1))
+                               | np.uint64(1)))
+        keys.sort()
+        docs = (keys >> np.uint64(32)).astype(np.int64)
+        positions = ((keys >> np.uint64(1)) & np.uint64(_PACKED_POSITION_LIMIT - 1)).astype(np.int64)
+        is_right = (keys & np.uint64(1)).astype(bool)
     neighbour = (docs[1:] == docs[:-1]) & (is_right[1:] != is_right[:-1])
     if not neighbour.any():
         return None
@@ -282,11 +293,13 @@ def _pair_distance(
     # A right word after a left word reads in order; a left word after a right word is reversed.
     distance = np.where(is_right[1:], gap, gap + 1)
     distance = np.maximum(distance, 1)[neighbour]
-    pair_docs = docs[1:][neighbour]
-    order = np.lexsort((distance, pair_docs))
-    pair_docs, distance = pair_docs[order], distance[order]
-    first = np.concatenate(([True], pair_docs[1:] != pair_docs[:-1]))
-    return pair_docs[first], np.minimum(distance[first] - 1, PROXIMITY_CAP)
+    pair_docs = docs[1:][neighbour]  # in doc order already: the smallest per doc is a reduceat
+    first = np.flatnonzero(np.concatenate(([True], pair_docs[1:] != pair_docs[:-1])))
+    return pair_docs[first], np.minimum(np.minimum.reduceat(distance, first) - 1, PROXIMITY_CAP)
+
+
+#: Positions below this pack into a sort key with their doc id and word side (see :func:`_pair_distance`).
+_PACKED_POSITION_LIMIT = 1 << 31
 
 
 #: Match sets of at most this many docs, of words with at most :data:`FEW_TERMS` terms each (no

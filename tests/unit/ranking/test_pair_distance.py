@@ -80,3 +80,26 @@ def test_few_docs_rank_like_the_vectorised_path(seed: int, monkeypatch: pytest.M
     few = ranks()
     monkeypatch.setattr(bucket_sort, "FEW_DOCS", -1)
     assert ranks() == few
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_merge_packs_any_doc_id_and_falls_back_for_huge_positions(seed: int) -> None:
+    """The merge's packed sort key holds 32-bit doc ids and positions below 2^31 (array elements
+    sit 1,024 positions apart); past that it sorts the three columns instead, with the same answer."""
+    generator = np.random.default_rng(seed)
+    huge = seed % 3 == 0
+    top = (1 << 32) - 1 if not huge else 1 << 20
+
+    def tokens(count: int) -> tuple[np.ndarray, np.ndarray]:
+        docs = np.sort(generator.choice([0, 7, top - 1, top], count)).astype(np.uint32)
+        high = (1 << 33) if huge else (1 << 31) - 1
+        positions = generator.integers(0, 40, count) + generator.choice([0, 1024, high - 64], count)
+        return docs, positions.astype(np.int64 if huge else np.uint32)
+
+    left, right = tokens(int(generator.integers(30, 60))), tokens(int(generator.integers(30, 60)))
+    merged, small = _pair_distance(*left, *right), _pair_distance_small(*left, *right)
+    if small is None:
+        assert merged is None
+        return
+    assert merged is not None
+    assert small[0].tolist() == merged[0].tolist() and small[1].tolist() == merged[1].tolist()
