@@ -47,10 +47,27 @@ def test_columns_round_trip(monkeypatch: pytest.MonkeyPatch, block: int, dtype: 
 
 def test_damaged_columns_are_refused() -> None:
     packed, ends = pack_column(np.arange(10, dtype=np.uint32), True)
-    with pytest.raises(ValueError, match="has 1 blocks, 70000 values need 2"):
+    with pytest.raises(ValueError, match="has 1 blocks, 70000 values need 5"):
         unpack_column(packed, ends, 70_000, np.uint32, True)
     with pytest.raises(ValueError, match="inflates to 40 bytes, not 44"):
         unpack_column(packed, ends, 11, np.uint32, True)
+
+
+def test_columns_of_older_snapshots_read_in_their_larger_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snapshots written before blocks of 16,384 values hold blocks of 65,536; the block count
+    tells a reader which, and a first read inflates only the block it needs, either way."""
+    values = np.cumsum(np.random.default_rng(3).integers(0, 5, 150_000)).astype(np.uint32)
+    with monkeypatch.context() as patched:
+        patched.setattr(postings_module, "PACK_BLOCK_VALUES", postings_module.LEGACY_PACK_BLOCK_VALUES)
+        legacy = pack_column(values, True)
+    current = pack_column(values, True)
+    assert (legacy[1].size, current[1].size) == (3, 10)
+    monkeypatch.setattr(postings_module, "WHOLE_COLUMN_BLOCKS", 1)  # block by block, however few
+    for data, ends in (legacy, current):
+        column = LazyColumn(data, ends, values.size, np.uint32, True)
+        assert column.read(70_000, 70_010).tolist() == values[70_000:70_010].tolist()
+        assert column.cover(100_000, 100_001)[100_000] == values[100_000] and column.missing == ends.size - 1
+        assert column.whole().tolist() == values.tolist()
 
 
 def build(count: int) -> Index:
@@ -221,3 +238,22 @@ def test_merges_written_packed_answer_like_raw_ones(monkeypatch: pytest.MonkeyPa
     raw.add_records(upsert)
     packed.add_records(upsert)
     assert answers(packed) == answers(raw)
+
+
+def test_large_lazy_columns_get_ordinary_pages_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column inflated block by block must not sit in numpy's huge-page-advised memory (a first
+    write into each 2 MiB page stalled first-seen queries for milliseconds): past
+    ``SMALL_PAGES_BYTES`` its values live in an anonymous mapping of their own."""
+    import mmap
+
+    monkeypatch.setattr(postings_module, "SMALL_PAGES_BYTES", 1 << 12)
+    values = np.arange(5_000, dtype=np.uint32) * 3
+    data, ends = pack_column(values, True)
+    column = LazyColumn(data, ends, values.size, np.uint32, True)
+    def mapped(array: np.ndarray) -> bool:
+        return isinstance(getattr(array.base, "obj", array.base), mmap.mmap)
+
+    assert mapped(column.values) and column.values.flags.writeable
+    assert column.whole().tolist() == values.tolist()
+    small = LazyColumn(*pack_column(values[:100], False), 100, np.uint32, False)
+    assert not mapped(small.values)
