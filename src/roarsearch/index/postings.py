@@ -721,14 +721,22 @@ class FieldPostings:
                 first, last = int(lo[0]), int(hi[0])
                 total = last - first
                 chunk_docs, positions = chunk.docs_in(first, last), chunk.positions_in(first, last)
+                lowest, highest = chunk_docs[first], chunk_docs[last - 1]
             else:
                 total = int((hi - lo).sum())
                 chunk_docs, positions = chunk.docs_in_all(lo, hi), chunk.positions_in_all(lo, hi)
-            if lo.size <= _SEARCHED_TERMS and docs.size * lo.size * _SEARCH_COST < total:
-                if lo.size == 1 and docs.size == 1:
+                lowest, highest = chunk_docs[lo].min(), chunk_docs[hi - 1].max()
+            # A chunk holds the docs of a run of batches: only the candidates within the doc range
+            # its terms span here are looked up in it (a multi-word query's matches spread over
+            # every chunk; each chunk used to binary-search all of them).
+            wanted = docs[int(docs.searchsorted(lowest)):int(docs.searchsorted(highest, side="right"))]
+            if wanted.size == 0:
+                continue
+            if lo.size <= _SEARCHED_TERMS and wanted.size * lo.size * _SEARCH_COST < total:
+                if lo.size == 1 and wanted.size == 1:
                     term_docs = chunk_docs[int(lo[0]):int(hi[0])]
-                    start = int(lo[0]) + int(term_docs.searchsorted(docs[0], side="left"))
-                    end = int(lo[0]) + int(term_docs.searchsorted(docs[0], side="right"))
+                    start = int(lo[0]) + int(term_docs.searchsorted(wanted[0], side="left"))
+                    end = int(lo[0]) + int(term_docs.searchsorted(wanted[0], side="right"))
                     if end > start:
                         found_docs.append(chunk_docs[start:end])
                         found_positions.append(positions[start:end])
@@ -736,8 +744,8 @@ class FieldPostings:
                 starts_list, ends_list = [], []
                 for start, end in zip(lo.tolist(), hi.tolist()):
                     term_docs = chunk_docs[start:end]
-                    starts_list.append(np.searchsorted(term_docs, docs, side="left") + start)
-                    ends_list.append(np.searchsorted(term_docs, docs, side="right") + start)
+                    starts_list.append(np.searchsorted(term_docs, wanted, side="left") + start)
+                    ends_list.append(np.searchsorted(term_docs, wanted, side="right") + start)
                 starts = np.concatenate(starts_list) if len(starts_list) > 1 else starts_list[0]
                 ends = np.concatenate(ends_list) if len(ends_list) > 1 else ends_list[0]
                 hit = ends > starts

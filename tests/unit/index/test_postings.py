@@ -43,3 +43,26 @@ def test_occurrences_in_matches_the_masked_gather(batches: int, wanted: int) -> 
 def test_occurrences_in_of_no_docs_is_empty() -> None:
     found_docs, found_positions = _postings(1, 1).occurrences_in(np.asarray([0], np.uint32), np.empty(0, np.uint32))
     assert found_docs.size == 0 and found_positions.size == 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_occurrences_in_over_many_chunks_with_gaps(seed: int) -> None:
+    """Each chunk is searched only for the candidates within the doc range its terms span there:
+    batches of any size, with doc ids skipped between and inside them (retired docs, fields some
+    records lack), merged or not, give the masked gather's answer."""
+    generator = np.random.default_rng(seed)
+    postings = FieldPostings()
+    first = 0
+    for _ in range(int(generator.integers(2, 12))):
+        span = int(generator.integers(5, 800))
+        chosen = np.sort(generator.choice(span, min(span, int(generator.integers(1, 200))), replace=False))
+        docs = np.repeat((first + chosen).astype(np.uint32), 5)
+        postings.add(docs, generator.integers(0, 8, docs.size).astype(np.uint32),
+                     np.tile(np.arange(5, dtype=np.uint32), chosen.size))
+        first += span + int(generator.integers(0, 50))
+    docs = np.unique(generator.integers(0, first + 5, int(generator.integers(1, 400)))).astype(np.uint32)
+    mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
+    mask[docs] = True
+    for terms in ([0], [1, 6], [0, 1, 2, 3, 4, 5, 6, 7], [9]):
+        term_ids = np.asarray(terms, dtype=np.uint32)
+        assert _sorted_pairs(*postings.occurrences_in(term_ids, docs)) == _sorted_pairs(*postings.occurrences(term_ids, mask))
