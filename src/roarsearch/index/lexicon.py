@@ -26,7 +26,7 @@ import array
 import bisect
 import threading
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any, overload
 
 import numpy as np
@@ -328,10 +328,12 @@ class Lexicon:
         new_terms = self._terms[start:]
         if new_terms:
             self._deletions.add_arrays(*_batch_deletion_keys(new_terms, start))
-            long_terms = [(term_id, term) for term_id, term in enumerate(new_terms, start) if len(term) >= TRIGRAM_MIN_LENGTH]
-            if long_terms:
-                keys, positions = _batch_trigrams([term for _, term in long_terms], 0)
-                term_ids = np.asarray([term_id for term_id, _ in long_terms], dtype=np.uint32)
+            # Selected in C (no tuple per term: at 100k new terms a comprehension of pairs took
+            # 0.1 s, most of it in the garbage collector walking a heap of records).
+            is_long = np.fromiter(map(len, new_terms), dtype=np.int64, count=len(new_terms)) >= TRIGRAM_MIN_LENGTH
+            if is_long.any():
+                keys, positions = _batch_trigrams(list(compress(new_terms, is_long.tolist())), 0)
+                term_ids = (np.flatnonzero(is_long) + start).astype(np.uint32)
                 self._trigrams.add_arrays(keys, term_ids[positions])
         # Merged here, under the lock, so that lookups only ever read whole (keys, ids) pairs.
         self._deletions.merge()
