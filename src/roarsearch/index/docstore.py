@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import msgpack
@@ -103,9 +103,6 @@ class RecordIds:
         assert self._ints is not None
         return None if doc in self._retired else int(self._ints[doc])
 
-    def __iter__(self) -> Iterator[RecordId | None]:
-        return iter(self.to_list())
-
     def to_list(self) -> list[RecordId | None]:
         if self._list is not None:
             return self._list
@@ -121,7 +118,9 @@ class RecordIds:
             record_list = self._list
             return [record_list[doc] for doc in docs]
         assert self._ints is not None
-        positions = np.fromiter(docs, dtype=np.int64) if not isinstance(docs, np.ndarray) else docs.astype(np.int64)
+        if isinstance(docs, AbstractBitMap):
+            docs = array_from_bitmap(docs)
+        positions = docs.astype(np.int64) if isinstance(docs, np.ndarray) else np.fromiter(docs, dtype=np.int64)
         if positions.size and (int(positions.min()) < 0 or int(positions.max()) >= self._size):
             raise IndexError("a doc id past the record ids")
         ids: list[RecordId | None] = self._ints[positions].tolist()
@@ -160,17 +159,19 @@ class RecordIds:
     def append(self, ids: list[RecordId]) -> list[int]:
         """Give ``ids`` the next doc ids; returns the docs they replaced (earlier docs of the same
         record ids, within the batch too), which are retired."""
-        if self._list is None and self._can_stay_compact(ids):
+        array = self._compact_array(ids) if self._list is None else None
+        if array is not None:
             assert self._ints is not None
-            end = self._size + len(ids)
+            end = self._size + array.size
             if end > self._ints.size:
                 grown = np.empty(max(end, 2 * self._ints.size), dtype=np.int64)
                 grown[:self._size] = self._ints[:self._size]
                 self._ints = grown
-            self._ints[self._size:end] = ids
+            self._ints[self._size:end] = array
             self._size = end
             return []
-        self._spill()
+        if self._list is None:
+            self._become_list(self.to_list())
         assert self._list is not None and self._docs is not None
         record_list, docs = self._list, self._docs
         start = len(record_list)
@@ -184,20 +185,21 @@ class RecordIds:
             docs[record_id] = start + offset
         return replaced
 
-    def _can_stay_compact(self, ids: list[Any]) -> bool:
+    def _compact_array(self, ids: list[Any]) -> np.ndarray | None:
+        """``ids`` as int64 when they keep the compact form (integers, increasing, after every
+        earlier id), else None."""
         if not ids:
-            return True
+            return np.empty(0, dtype=np.int64)
         if {*map(type, ids)} != {int} or min(ids) < -_COMPACT_ID_LIMIT or max(ids) > _COMPACT_ID_LIMIT:
-            return False
+            return None
         array = np.asarray(ids, dtype=np.int64)
         assert self._ints is not None
         increasing = array.size < 2 or bool((array[1:] > array[:-1]).all())
-        return increasing and (self._size == 0 or int(array[0]) > int(self._ints[self._size - 1]))
+        after = self._size == 0 or int(array[0]) > int(self._ints[self._size - 1])
+        return array if increasing and after else None
 
-    def _spill(self) -> None:
-        if self._list is not None:
-            return
-        ids = self.to_list()
+    def _become_list(self, ids: list[RecordId | None]) -> None:
+        """Hold ``ids`` (None for retired docs) as a list and a dict from here on."""
         docs: dict[RecordId | None, int] = dict(zip(ids, range(len(ids))))  # C speed
         docs.pop(None, None)  # retired docs' ids are None
         self._list, self._docs = ids, docs  # type: ignore[assignment]  # None is gone
@@ -231,15 +233,12 @@ class RecordIds:
     def from_list(cls, ids: list[RecordId | None]) -> RecordIds:
         """The ids as saved by :meth:`to_list` (None for retired docs)."""
         loaded = cls()
-        present = [record_id for record_id in ids if record_id is not None]
-        if len(present) == len(ids) and loaded._can_stay_compact(present):
-            loaded.append(present)
-            return loaded
-        loaded._ints = None
-        loaded._list = list(ids)
-        docs: dict[RecordId | None, int] = dict(zip(loaded._list, range(len(loaded._list))))
-        docs.pop(None, None)
-        loaded._docs = docs  # type: ignore[assignment]
+        if None not in ids:
+            array = loaded._compact_array(ids)
+            if array is not None:
+                loaded._ints, loaded._size = array, array.size
+                return loaded
+        loaded._become_list(list(ids))
         return loaded
 
     @classmethod

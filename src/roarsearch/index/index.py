@@ -317,8 +317,6 @@ class _IdColumns:
 
     def __init__(self, docs: DocStore) -> None:
         record_ids = docs.record_ids
-        int_docs: list[int] = []
-        int_values: list[int] = []
         self.folded: dict[str, list[int]] = {}
         self.numbers = NumericColumn()
         compact = record_ids.int_array()
@@ -326,6 +324,8 @@ class _IdColumns:
             alive = array_from_bitmap(docs.alive)
             self.numbers.add(alive.astype(np.uint32), compact[alive].astype(np.float64))
             return
+        int_docs: list[int] = []
+        int_values: list[int] = []
         for doc in docs.alive:
             record_id = record_ids[doc]
             if isinstance(record_id, int):

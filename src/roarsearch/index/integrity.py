@@ -57,16 +57,14 @@ def compare_indexes(loaded: Index, rebuilt: Index) -> list[str]:
 
 
 def _record_ids(index: Index, docs: AbstractBitMap) -> set[Any]:
-    ids = index.docs.record_ids
-    return {ids[doc] for doc in docs & index.alive}
+    return set(index.docs.record_ids.ids_of(array_from_bitmap(docs & index.alive)))
 
 
 def _id_keys(index: Index) -> np.ndarray:
     """Per doc id, a key equal across indexes for the same record (-1 for retired docs)."""
     keys = np.full(len(index.docs.record_ids), -1, dtype=np.int64)
-    ids = index.docs.record_ids
-    for doc in index.alive:
-        record_id = ids[doc]
+    alive = array_from_bitmap(index.alive)
+    for doc, record_id in zip(alive.tolist(), index.docs.record_ids.ids_of(alive)):
         keys[doc] = hash((type(record_id).__name__, record_id)) & 0x7FFF_FFFF_FFFF_FFFF
     return keys
 
@@ -162,10 +160,10 @@ def _column_pairs(index: Index, column: Any, kind: str) -> set[tuple[Any, Any]]:
     alive = np.zeros(len(index.docs.record_ids), dtype=bool)
     alive[array_from_bitmap(index.alive)] = True
     keep = alive[docs] if docs.size else np.zeros(0, dtype=bool)
-    ids = index.docs.record_ids
+    ids = index.docs.record_ids.ids_of(docs[keep])
     if kind == "numeric":
-        return {(ids[doc], value) for doc, value in zip(docs[keep].tolist(), values[keep].tolist())}
-    return {(ids[doc], column.values[value_id]) for doc, value_id in zip(docs[keep].tolist(), values[keep].tolist())}
+        return set(zip(ids, values[keep].tolist()))
+    return {(record_id, column.values[value_id]) for record_id, value_id in zip(ids, values[keep].tolist())}
 
 
 def _compare_lexicon(loaded: Index, rebuilt: Index, problems: _Problems) -> None:
