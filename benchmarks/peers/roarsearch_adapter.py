@@ -52,12 +52,11 @@ class RoarsearchAdapter(Adapter):
 
     def build(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
         self.attach(corpus, directory)
-        count = 0
         with Engine(directory) as engine:
-            for batch in batches:
-                engine.add_records(corpus.name, batch)
-                count += len(batch)
-        return count
+            # The bulk path: each batch durable and all-or-nothing as add_records makes it, the
+            # next one analysed meanwhile in the analysis worker process (the other core).
+            added: int = engine.add_batches(corpus.name, batches)["records"]
+        return added
 
     def open(self) -> None:
         self.engine = Engine(self.directory)

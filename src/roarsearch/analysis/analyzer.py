@@ -145,6 +145,18 @@ def analyze_batch_terms(texts: list[str]) -> tuple[list[str], np.ndarray, np.nda
     return _dense_terms(terms, first_seen[1:], raw[words], value_index, position)
 
 
+#: A field's analysed tokens, as :func:`analyze_batch_terms` returns them: (distinct terms, each
+#: token's index into them, its value's index, its position in the value).
+Analysed = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
+
+
+def analyze_fields(texts_by_field: dict[str, list[str]]) -> dict[str, Analysed]:
+    """Each field's values analysed as one batch (fields without any token left out): what the
+    writer does inline, and the analysis worker (``analysis.worker``) for a bulk add."""
+    analysed = {path: analyze_batch_terms(texts) for path, texts in texts_by_field.items() if texts}
+    return {path: found for path, found in analysed.items() if found[1].size}
+
+
 def _dense_terms(terms: list[str], first_seen: np.ndarray, token_terms: np.ndarray, value_index: np.ndarray,
                  position: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Renumber tokens' ``setdefault`` codes (``first_seen``: each term's code) as indexes into ``terms``."""

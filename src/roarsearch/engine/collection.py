@@ -18,12 +18,13 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
+from roarsearch.analysis.worker import AnalysisWorker
 from roarsearch.errors import NotFoundError, StorageError
 from roarsearch.facets.counts import numeric_facets, text_facets
 from roarsearch.facets.groups import group_results
@@ -32,7 +33,7 @@ from roarsearch.index.docstore import pack_records
 from roarsearch.index.geo import whole_metres
 from roarsearch.index.index import Index
 from roarsearch.index.state import adopt_saved_payloads, index_to_state, saved_payloads
-from roarsearch.index.writer import PreparedAdd
+from roarsearch.index.writer import CollectedAdd, PreparedAdd
 from roarsearch.memory import release_free_memory
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
 from roarsearch.query.fields import field_warnings, held_fields
@@ -48,6 +49,9 @@ log = logging.getLogger("roarsearch.engine")
 #: Add batches of at least this many records are logged in a second thread while this one
 #: prepares their indexing (a smaller batch is not worth the thread).
 THREADED_LOG_RECORDS = 1_000
+#: A bulk add sends a batch's texts to the analysis worker from this many values (fewer analyse
+#: faster here than the pipe moves them).
+WORKER_MIN_VALUES = 2_000
 #: Adds of at least this many records hand free heap pages back afterwards: 1–4 ms of ``malloc_trim``
 #: (10 ms at worst, measured at 300k packages) during which other threads' allocations may wait, so
 #: not after the small batches a live service takes between searches (snapshots trim too).
@@ -118,6 +122,8 @@ class Collection:
         #: applied: the multi-worker service publishes it there, so that its reader processes apply
         #: the batch while this process does (server/workers.py).
         self.on_logged: Callable[[int], None] | None = None
+        #: Background postings merges landed when the last snapshot's state was taken.
+        self.merges_saved = 0
 
     def __len__(self) -> int:
         return len(self.index.docs)
@@ -161,7 +167,60 @@ class Collection:
         with self.write_mutex:
             return self._write_locked(payload, packed_records)
 
-    def _write_locked(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
+    def write_adds(self, batches: Iterable[tuple[list[dict[str, Any]], list[bytes]]]) -> int:
+        """Add validated batches one after another, each as :meth:`write` would (logged, applied
+        whole or not at all), holding ``write_mutex`` throughout; returns the records added.
+
+        Pipelined over two cores: while a batch is logged and applied here, the next one's texts
+        are analysed in the analysis worker process (``analysis.worker``). An error raised by
+        ``batches`` (a bad batch) comes after every batch before it was written, as a sequence of
+        :meth:`write` calls would have left it.
+        """
+        worker = AnalysisWorker()
+        added = 0
+
+        def write(batch: list[Any]) -> None:
+            nonlocal added
+            records, packed, ahead, sent = batch
+            if sent:
+                ahead.analysed = worker.result()
+            self._write_locked({"op": "add", "records": records}, packed, ahead)
+            added += len(records)
+
+        # The batch read ahead: [records, packed, collected, sent to the worker].
+        pending: list[Any] | None = None
+        with self.write_mutex:
+            try:
+                iterator = iter(batches)
+                while True:
+                    try:
+                        item = next(iterator, None)
+                        if item is None:
+                            break
+                        records, packed = item
+                        start = self.index.docs.next_doc + (len(pending[0]) if pending is not None else 0)
+                        ahead = self.index.collect_add(records, start)
+                    except BaseException:
+                        if pending is not None:
+                            write(pending)
+                        raise
+                    if pending is not None and pending[3]:  # the worker takes one batch at a time
+                        pending[2].analysed = worker.result()
+                        pending[3] = False
+                    texts = ahead.texts()
+                    sent = sum(map(len, texts.values())) >= WORKER_MIN_VALUES and worker.submit(texts)
+                    del texts
+                    if pending is not None:
+                        write(pending)
+                    pending = [records, packed, ahead, sent]
+                if pending is not None:
+                    write(pending)
+            finally:
+                worker.close()
+        return added
+
+    def _write_locked(self, payload: dict[str, Any], packed_records: list[bytes] | None = None,
+                      ahead: CollectedAdd | None = None) -> Any:
         if self.dropped:
             raise NotFoundError(f"collection '{self.name}' not found", field="collection")
         # An add's records are encoded once: the log writes those bytes and the doc store keeps them.
@@ -173,9 +232,11 @@ class Collection:
             # Raises StorageError, having changed nothing, when it cannot.
             records = ("records", packed) if packed is not None else None
             if payload["op"] == "add" and len(payload["records"]) >= THREADED_LOG_RECORDS:
-                prepared = self._log_while_preparing(payload, records, packed)
+                prepared = self._log_while_preparing(payload, records, packed, ahead)
             else:
                 self._log(payload, records)
+        if prepared is None and ahead is not None:
+            prepared = self.index.prepare_add(payload["records"], packed, ahead)
         result = self.apply_concurrently(payload, packed, prepared)
         if self.store is not None and self.store.should_snapshot():
             try:
@@ -199,7 +260,7 @@ class Collection:
                 log.exception("collection %s: publishing logged batch %d failed", self.name, seq)
 
     def _log_while_preparing(self, payload: dict[str, Any], records: tuple[str, list[bytes]] | None,
-                             packed: list[bytes] | None) -> PreparedAdd:
+                             packed: list[bytes] | None, ahead: CollectedAdd | None = None) -> PreparedAdd:
         """Log an add batch (write, fsync: the GIL is released) in a second thread while this one
         prepares its indexing (which changes nothing of the index); the batch is applied only
         once the log holds it, and not at all when logging failed."""
@@ -214,7 +275,7 @@ class Collection:
         logger = threading.Thread(target=log_batch, name="roarsearch-log")
         logger.start()
         try:
-            prepared = self.index.prepare_add(payload["records"], packed)
+            prepared = self.index.prepare_add(payload["records"], packed, ahead)
         finally:
             logger.join()
         if failure:
@@ -234,6 +295,7 @@ class Collection:
         """Write the whole state to a new snapshot and reset the log (caller holds ``write_mutex``)."""
         assert self.store is not None
         with self.lock.reading():  # searches go on; writers wait on write_mutex
+            self.merges_saved = sum(postings.merges for postings in list(self.index.postings.values()))
             state = index_to_state(self.index)
             if not self.settings.is_default:  # older snapshots lack the key: default settings
                 state["settings"] = self.settings.to_dict()

@@ -13,7 +13,7 @@ import bisect
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
@@ -140,7 +140,10 @@ class Engine:
             try:
                 for collection in list(self._collections.values()):
                     with collection.write_mutex:
-                        if collection.store is not None and collection.store.wal.records:
+                        # Merges still running finish first, and a snapshot keeps what they merged.
+                        merges = collection.index.wait_for_merges()
+                        if collection.store is not None and (collection.store.wal.records
+                                                             or merges != collection.merges_saved):
                             collection.take_snapshot()
             finally:
                 self._directory.close()
@@ -306,6 +309,30 @@ class Engine:
         target = self._collection(collection, create=True)
         target.write({"op": "add", "records": batch}, packed)
         return {"status": 201}
+
+    def add_batches(self, collection: str, batches: Iterable[dict[str, Any] | list[dict[str, Any]]]) -> dict[str, int]:
+        """Add many batches in a row — a bulk load — faster than one :meth:`add_records` per batch.
+
+        Each batch is validated, made durable and applied whole or not at all, exactly as
+        :meth:`add_records` would; meanwhile the next batch's texts are analysed in a helper
+        process on another core. Batches may come from a generator (read lazily, one ahead).
+
+        Returns ``{"status": 201, "records": added}``. A bad batch raises
+        :class:`BadRequestError` naming it (``batches[3].records[17].id: ...``) after every batch
+        before it was written; nothing of it or of later batches is.
+        """
+        check_collection_id(collection, "collectionId")
+        target = self._collection(collection, create=True)
+
+        def validated() -> Iterator[tuple[list[dict[str, Any]], list[bytes]]]:
+            for number, records in enumerate(batches):
+                try:
+                    yield validate_and_pack_records(records)
+                except BadRequestError as error:
+                    raise BadRequestError(f"batches[{number}].{error.data} (batches before it were added)",
+                                          field=error.field) from None
+
+        return {"status": 201, "records": target.write_adds(validated())}
 
     def delete_records(
         self,

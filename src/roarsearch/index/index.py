@@ -78,9 +78,15 @@ class Index:
         """``payloads``: the records already encoded by :func:`~roarsearch.index.docstore.pack_records`."""
         writer.add_records(self, records, payloads)
 
-    def prepare_add(self, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> writer.PreparedAdd:
-        """An add's work that changes nothing (searches may run meanwhile); then :meth:`commit_add`."""
-        return writer.prepare_add(self, records, payloads)
+    def collect_add(self, records: list[dict[str, Any]], start: int) -> writer.CollectedAdd:
+        """An add batch's leaves for docs from ``start``, collected ahead (see :meth:`prepare_add`)."""
+        return writer.collect_add(self, records, start)
+
+    def prepare_add(self, records: list[dict[str, Any]], payloads: list[bytes] | None = None,
+                    ahead: writer.CollectedAdd | None = None) -> writer.PreparedAdd:
+        """An add's work that changes nothing (searches may run meanwhile); then :meth:`commit_add`.
+        ``ahead``: the batch collected (and maybe analysed) beforehand."""
+        return writer.prepare_add(self, records, payloads, ahead)
 
     def commit_add(self, prepared: writer.PreparedAdd) -> None:
         writer.commit_add(self, prepared)
@@ -94,6 +100,13 @@ class Index:
     def advance_generation(self) -> None:
         """Called by the writer after each applied batch: every cached derivation is now stale."""
         self.generation += 1
+
+    def wait_for_merges(self) -> int:
+        """Wait for the fields' background postings merges; returns how many have landed in all
+        (a state saved at a smaller count holds chunks merged since)."""
+        for postings in list(self.postings.values()):
+            postings.wait_for_merges()
+        return sum(postings.merges for postings in list(self.postings.values()))
 
     def note_text_fields(self, paths: list[str]) -> None:
         known = set(self._text_fields)

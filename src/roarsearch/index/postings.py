@@ -30,9 +30,12 @@ saved again unchanged, a chunk writes its blocks back as they are.
 
 from __future__ import annotations
 
+import logging
 import mmap
+import operator
 import threading
 import zlib
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -41,9 +44,16 @@ from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, union_all
 
+log = logging.getLogger("roarsearch")
+
 #: The newest two chunks are merged while the older holds at most this many times the newer's
 #: tokens: chunk sizes then grow geometrically (O(log n) chunks, each token rewritten a few times).
 MERGE_RATIO = 2
+#: A merge whose result holds at least this many tokens runs in the background merge thread (the
+#: other core: its numpy scatters and zlib blocks release the GIL) instead of inside the add that
+#: made it due; smaller merges stay inline (a few milliseconds). Until it lands, readers see the
+#: chunks it merges, unchanged.
+BACKGROUND_MERGE_TOKENS = 1 << 20
 #: A merge scatters at most this many tokens per step (its temporary index array: 8 bytes each).
 MERGE_SLAB_TOKENS = 1 << 22
 #: A merge whose result holds at least this many tokens writes its docs compressed, as a snapshot
@@ -513,22 +523,57 @@ def _merge_packed_in(pool: ThreadPoolExecutor, chunks: list[_Chunk], terms: np.n
                                                           position_type))
 
 
-#: What :meth:`FieldPostings.plan_add` returns: the chunks it planned against, the batch's chunk, the chunks after.
-PostingsPlan = tuple[list[_Chunk], _Chunk, list[_Chunk]]
+#: What :meth:`FieldPostings.plan_add` returns: the chunks it planned against, the chunks a background
+#: merge was reading then, the batch's chunk, the chunks after.
+PostingsPlan = tuple[list[_Chunk], frozenset[int], _Chunk, list[_Chunk]]
 
 
-def _with_chunk(chunks: list[_Chunk], chunk: _Chunk) -> list[_Chunk]:
-    """``chunks`` and then ``chunk``, tiers merged (see the module docstring); ``chunks`` is not changed."""
+def _with_chunk(chunks: list[_Chunk], chunk: _Chunk, busy: frozenset[int] = frozenset()) -> list[_Chunk]:
+    """``chunks`` and then ``chunk``, the small tier merges done (see the module docstring);
+    ``chunks`` is not changed. Merges reaching :data:`BACKGROUND_MERGE_TOKENS`, and merges of a
+    chunk in ``busy`` (ids of chunks a background merge is reading), are left to
+    :func:`_due_merge`."""
     merged = chunks + [chunk]
-    while len(merged) > 1 and merged[-2].size <= MERGE_RATIO * merged[-1].size:
+    while (len(merged) > 1 and merged[-2].size <= MERGE_RATIO * merged[-1].size
+           and merged[-2].size + merged[-1].size < BACKGROUND_MERGE_TOKENS and id(merged[-2]) not in busy):
         merged[-2:] = [merge_chunks(merged[-2:])]
     return merged
+
+
+def _due_merge(chunks: list[_Chunk]) -> tuple[int, int] | None:
+    """The newest run of chunks (``chunks[lo:hi]``) that the tier rule would have merged into one
+    had the chunks come one by one (the newest two while the older holds at most
+    :data:`MERGE_RATIO` times the newer's tokens, repeatedly); None when the tiers are settled.
+    Background merges leave runs anywhere, not only at the end: adds append meanwhile."""
+    runs: list[list[int]] = []  # [first chunk, tokens] of each merged group, oldest first
+    for place, chunk in enumerate(chunks):
+        runs.append([place, chunk.size])
+        while len(runs) > 1 and runs[-2][1] <= MERGE_RATIO * runs[-1][1]:
+            runs[-2][1] += runs.pop()[1]
+    ends = [first for first, _ in runs[1:]] + [len(chunks)]
+    for (first, _), end in zip(reversed(runs), reversed(ends)):
+        if end - first > 1:
+            return first, end
+    return None
+
+
+_merge_pool: ThreadPoolExecutor | None = None
+_merge_pool_lock = threading.Lock()
+
+
+def _background(task: Callable[[], None]) -> Future[None]:
+    """Run ``task`` in the process's one merge thread (merges queue: one core for merging)."""
+    global _merge_pool
+    with _merge_pool_lock:
+        if _merge_pool is None:
+            _merge_pool = ThreadPoolExecutor(1, thread_name_prefix="roarsearch-merge")
+        return _merge_pool.submit(task)
 
 
 class FieldPostings:
     """The postings and token positions of one field."""
 
-    __slots__ = ("terms", "docs", "_chunks", "_lock", "_absent")
+    __slots__ = ("terms", "docs", "_chunks", "_lock", "_absent", "_merging", "_busy", "merges")
 
     def __init__(self) -> None:
         # Readers build term bitmaps and merge token chunks lazily, several at once.
@@ -540,6 +585,12 @@ class FieldPostings:
         #: Terms looked up and found in no chunk (a query word absent from this field): not looked
         #: up again until the next ``add``, which forgets them all.
         self._absent: set[int] = set()
+        #: The background merge task while one is queued or running, and the ids of the chunks it
+        #: is reading (inline merges leave those alone).
+        self._merging: Future[None] | None = None
+        self._busy: frozenset[int] = frozenset()
+        #: Background merges landed so far (a saved state made before the last one is out of date).
+        self.merges = 0
 
     def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray, order: np.ndarray | None = None) -> None:
         """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field);
@@ -558,20 +609,65 @@ class FieldPostings:
         if order is None:
             order = np.argsort(terms, kind="stable")
         chunk = _Chunk.from_sorted(terms[order], docs[order], positions[order])
-        base = self._chunks
-        return base, chunk, _with_chunk(base, chunk)
+        base, busy = self._chunks, self._busy
+        return base, busy, chunk, _with_chunk(base, chunk, busy)
 
     def commit_add(self, plan: PostingsPlan, docs: np.ndarray) -> None:
         """Apply a :meth:`plan_add` (no other add in between)."""
-        base, chunk, chunks = plan
+        base, busy, chunk, chunks = plan
         with self._lock:
-            if self._chunks is not base:  # a reader merged the chunks meanwhile: merge again
-                chunks = _with_chunk(self._chunks, chunk)
+            if self._chunks is not base or self._busy is not busy:
+                # A reader or the background merge changed the chunks meanwhile: merge again.
+                chunks = _with_chunk(self._chunks, chunk, self._busy)
             self._absent = set()
             if self.terms:
                 self._update_cached(chunk)
             self.docs |= bitmap_from_array(docs)
             self._chunks = chunks  # replaced whole: a reader's list(...) stays consistent
+            # What is still due after the inline merges is big, or waits for a running merge.
+            if self._merging is None and _due_merge(chunks) is not None:
+                self._merging = _background(self._merge_in_background)
+
+    def _merge_in_background(self) -> None:
+        """The merge thread's task: merge a run of chunks the tier rule makes due, then swap
+        the result in for them (under the lock, only if those very chunks are still there), until
+        none is due. Readers and adds go on meanwhile; an add appends after the chunks being read."""
+        while True:
+            with self._lock:
+                chunks = self._chunks
+                due = _due_merge(chunks)
+                if due is None:
+                    self._merging = None  # decided under the lock: the next add schedules anew
+                    return
+                run = chunks[due[0]:due[1]]
+                self._busy = frozenset(map(id, run))
+            try:
+                merged = merge_chunks(run)
+            except Exception:  # MemoryError and the like: the chunks stay as they are, still correct
+                log.exception("background postings merge failed")
+                with self._lock:
+                    self._busy = frozenset()
+                    self._merging = None
+                return
+            with self._lock:
+                self._busy = frozenset()
+                current = self._chunks
+                at = next((place for place, chunk in enumerate(current) if chunk is run[0]), -1)
+                if at >= 0 and len(current) >= at + len(run) and all(map(operator.is_, current[at:at + len(run)], run)):
+                    self._chunks = current[:at] + [merged] + current[at + len(run):]
+                    self.merges += 1
+                else:  # replaced meanwhile (a reload, a reader's full merge): nothing to swap
+                    self._merging = None
+                    return
+
+    def wait_for_merges(self) -> None:
+        """Return once no background merge is queued or running for this field."""
+        while True:
+            with self._lock:
+                pending = self._merging
+            if pending is None:
+                return
+            pending.result()
 
     def _update_cached(self, chunk: _Chunk) -> None:
         """Add a new chunk's docs to the cached bitmaps of its terms (or forget a large cache)."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pyroaring import AbstractBitMap, FrozenBitMap
 
-from roarsearch.analysis.analyzer import analyze_batch_terms
+from roarsearch.analysis.analyzer import Analysed, analyze_fields
 from roarsearch.index.bitmaps import bitmap_from_array
 from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldColumns
 from roarsearch.index.docstore import RecordId, compress_parts, pack_records
@@ -201,10 +201,55 @@ class PreparedAdd:
         self.postings = postings
 
 
-def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None) -> PreparedAdd:
+class CollectedAdd:
+    """An add batch's leaves, collected for the doc ids from ``start``, and once analysed (here or
+    in the analysis worker) its text fields' tokens: :func:`prepare_add`'s first steps, which a
+    bulk add does for the next batch while the current one is applied."""
+
+    __slots__ = ("start", "by_field", "first_texts", "analysed")
+
+    def __init__(self, start: int, by_field: dict[str, _BatchFields], first_texts: list[str]) -> None:
+        self.start = start
+        self.by_field = by_field
+        self.first_texts = first_texts
+        self.analysed: dict[str, Analysed] | None = None
+
+    def texts(self) -> dict[str, list[str]]:
+        """Each text field's values, to analyse (:func:`~roarsearch.analysis.worker.analyze_fields`)."""
+        return {path: fields.texts for path, fields in self.by_field.items() if fields.texts}
+
+
+def collect_add(index: Index, records: list[dict[str, Any]], start: int | None = None) -> CollectedAdd:
+    """The leaves of an add batch whose first record will be doc ``start`` (default: the next doc
+    id; a bulk add collects a batch before the one ahead of it is applied), field by field."""
+    start = index.docs.next_doc if start is None else start
+    new_docs = np.arange(start, start + len(records), dtype=np.uint32)
+    value_fields = _ValuePolicy(index)
+    collected = _collect_columns(records, new_docs, value_fields)
+    if collected is None:
+        by_field: dict[str, _BatchFields] = {}
+        first_texts: list[str] = []
+        for doc, record in zip(new_docs.tolist(), records):
+            if not _collect_flat(doc, record, by_field, first_texts, value_fields):
+                _collect_nested(doc, record, by_field, first_texts, value_fields)
+    else:
+        by_field, first_texts = collected
+    return CollectedAdd(start, by_field, first_texts)
+
+
+def _values_changed(index: Index, by_field: dict[str, _BatchFields]) -> bool:
+    """Whether a field's value indexing changed since ``by_field`` was collected (a search indexed
+    its values on demand, or an add made it too diverse): its values were collected or not."""
+    policy = _ValuePolicy(index)
+    return any(fields.keep_values != policy.keeps(path) for path, fields in by_field.items())
+
+
+def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[bytes] | None = None,
+                ahead: CollectedAdd | None = None) -> PreparedAdd:
     """Encode, compress, collect and analyse an add batch, plan its term ids and build its postings
     (merges included) without changing ``index``: nearly all of an add's time, while searches may
-    run (only :func:`commit_add` needs them held out).
+    run (only :func:`commit_add` needs them held out). ``ahead``: the batch already collected
+    (and maybe analysed); used when it still fits the index.
 
     It reads the next doc id, the lexicon, the postings and which fields keep their values: the
     caller keeps every other write out until the commit (a search that indexes a field's values
@@ -224,7 +269,7 @@ def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[byte
         compressor = threading.Thread(target=compress, name="roarsearch-compress")
         compressor.start()
     try:
-        fields = _prepare_fields(index, records)
+        fields = _prepare_fields(index, records, ahead)
     finally:
         if compressor is not None:
             compressor.join()
@@ -235,24 +280,19 @@ def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[byte
     return PreparedAdd(records, payloads, compressed, index.docs.next_doc, *fields)
 
 
-def _prepare_fields(index: Index, records: list[dict[str, Any]]
+def _prepare_fields(index: Index, records: list[dict[str, Any]], ahead: CollectedAdd | None = None
                     ) -> tuple[dict[str, _BatchFields], list[str], list[str], int, dict[str, PlannedPostings]]:
     """:func:`prepare_add`'s index side (:class:`PreparedAdd`'s fields in its order): leaves
     collected, texts analysed, term ids planned and postings chunks built."""
-    start = index.docs.next_doc
-    new_docs = np.arange(start, start + len(records), dtype=np.uint32)
-    value_fields = _ValuePolicy(index)
-    collected = _collect_columns(records, new_docs, value_fields)
-    if collected is None:
-        by_field: dict[str, _BatchFields] = {}
-        first_texts: list[str] = []
-        for doc, record in zip(new_docs.tolist(), records):
-            if not _collect_flat(doc, record, by_field, first_texts, value_fields):
-                _collect_nested(doc, record, by_field, first_texts, value_fields)
-    else:
-        by_field, first_texts = collected
-    analysed = {path: analyze_batch_terms(fields.texts) for path, fields in by_field.items() if fields.texts}
-    analysed = {path: found for path, found in analysed.items() if found[1].size}
+    if ahead is None or ahead.start != index.docs.next_doc:
+        ahead = collect_add(index, records)
+    elif _values_changed(index, ahead.by_field):
+        # Collected again for the values; the texts, and so their analysis, are the same.
+        analysed_ahead = ahead.analysed
+        ahead = collect_add(index, records)
+        ahead.analysed = analysed_ahead
+    by_field = ahead.by_field
+    analysed = ahead.analysed if ahead.analysed is not None else analyze_fields(ahead.texts())
     # Term ids of every field's distinct terms at once, in field order: as interning field by
     # field would give them.
     term_ids, new_terms, first_term = index.lexicon.plan_ids(list(chain.from_iterable(
@@ -264,7 +304,7 @@ def _prepare_fields(index: Index, records: list[dict[str, Any]]
         ids = term_ids[offset:offset + len(terms)]
         offset += len(terms)
         docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
-        positions = token_position + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
+        positions = token_position.astype(np.int64) + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
         field_postings = index.postings.get(path)
         if field_postings is None:  # a new field: installed by the commit
             field_postings = FieldPostings()
@@ -272,15 +312,14 @@ def _prepare_fields(index: Index, records: list[dict[str, Any]]
                                        order=_term_order(ids, token_terms))
         if plan is not None:
             postings[path] = (field_postings, plan, docs)
-    return by_field, first_texts, new_terms, first_term, postings
+    return by_field, ahead.first_texts, new_terms, first_term, postings
 
 
 def commit_add(index: Index, prepared: PreparedAdd) -> None:
     """Apply a batch prepared by :func:`prepare_add` (no write in between)."""
     if index.docs.next_doc != prepared.start:
         raise RuntimeError("an add batch was prepared against an index that has changed since")
-    policy = _ValuePolicy(index)
-    if any(fields.keep_values != policy.keeps(path) for path, fields in prepared.by_field.items()):
+    if _values_changed(index, prepared.by_field):
         # A search indexed some field's values on demand since the batch was prepared: its
         # values were not collected, so collect again (rare; the compressed records still hold).
         prepared = PreparedAdd(prepared.records, prepared.payloads, prepared.compressed, prepared.start,

@@ -1,0 +1,180 @@
+"""Batch text analysis in a helper process: a bulk add (``Engine.add_batches``) analyses the next
+batch there, on the machine's other core, while this process indexes the current one.
+
+Owns: the helper's life (started on first use as ``python -m roarsearch.analysis.worker``, not
+through ``multiprocessing``, which would re-run the caller's main module) and the exchange with
+it: one request at a time, each a length-prefixed pickle over its stdin and stdout pipes.
+
+Invariants:
+- the helper runs :func:`analyze_fields`, the very function the writer runs inline, so a batch
+  analysed there indexes exactly as one analysed here;
+- it is only ever an accelerator: if it cannot start, dies or fails on a batch, that batch is
+  analysed inline (``result`` returns None) and the helper is not used again;
+- it holds nothing between requests, and exits when its stdin closes (``close``, or this
+  process's exit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from typing import IO, Any
+
+import numpy as np
+
+from roarsearch.analysis.analyzer import Analysed, analyze_fields
+
+log = logging.getLogger("roarsearch")
+
+_LENGTH = struct.Struct("<Q")
+#: The largest peak resident memory (KiB) any analysis worker of this process reported: a
+#: helper's own figure (``VmHWM`` after its exec), for benchmarks that count helpers' memory.
+_peak_kib = 0
+#: Linux's F_SETPIPE_SZ: bigger pipes move a batch in fewer wake-ups (best effort).
+_SET_PIPE_SIZE = 1031
+_PIPE_BYTES = 1 << 20
+
+
+def _narrowed(analysed: dict[str, Analysed]) -> dict[str, Analysed]:
+    """The token arrays in the narrowest types that hold them: half the bytes through the pipe."""
+    narrowed = {}
+    for path, (terms, token_terms, value_index, position) in analysed.items():
+        narrowed[path] = (terms, token_terms.astype(np.int32), value_index.astype(np.int32),
+                          position.astype(np.uint32 if position.size and int(position.max()) >= 1 << 16 else np.uint16))
+    return narrowed
+
+
+def _send(stream: IO[bytes], message: Any) -> None:
+    data = pickle.dumps(message, protocol=5)
+    stream.write(_LENGTH.pack(len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    header = stream.read(_LENGTH.size)
+    if len(header) < _LENGTH.size:
+        raise EOFError("analysis worker closed its pipe")
+    (length,) = _LENGTH.unpack(header)
+    data = stream.read(length)
+    if len(data) < length:
+        raise EOFError("analysis worker closed its pipe mid-message")
+    return pickle.loads(data)
+
+
+def _widen_pipe(stream: IO[bytes]) -> None:
+    with contextlib.suppress(ImportError, OSError, ValueError):
+        import fcntl  # POSIX only
+
+        fcntl.fcntl(stream.fileno(), _SET_PIPE_SIZE, _PIPE_BYTES)
+
+
+class AnalysisWorker:
+    """The helper process, from this side: ``submit`` a batch's texts, later take its ``result``."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._failed = False
+        self._waiting = False
+
+    def submit(self, texts_by_field: dict[str, list[str]]) -> bool:
+        """Send a batch to analyse; False (nothing sent) when the helper is not available."""
+        if self._failed or self._waiting:
+            return False
+        try:
+            if self._process is None:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-m", "roarsearch.analysis.worker"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, close_fds=True)
+                assert self._process.stdin is not None and self._process.stdout is not None
+                _widen_pipe(self._process.stdin)
+                _widen_pipe(self._process.stdout)
+            assert self._process.stdin is not None
+            _send(self._process.stdin, texts_by_field)
+        except (OSError, ValueError) as error:
+            self._give_up(f"cannot start or reach the analysis worker: {error}")
+            return False
+        self._waiting = True
+        return True
+
+    def result(self) -> dict[str, Analysed] | None:
+        """The submitted batch's analysis; None when the helper failed (analyse inline then)."""
+        if not self._waiting or self._process is None:
+            return None
+        self._waiting = False
+        try:
+            assert self._process.stdout is not None
+            reply = _receive(self._process.stdout)
+        except (OSError, EOFError, pickle.UnpicklingError) as error:
+            self._give_up(f"analysis worker failed: {error}")
+            return None
+        global _peak_kib
+        if isinstance(reply, str):  # the helper's own error: it goes on, this batch is redone here
+            log.warning("analysis worker could not analyse a batch (analysed inline): %s", reply)
+            return None
+        analysed: dict[str, Analysed] = reply[0]
+        _peak_kib = max(_peak_kib, int(reply[1]))
+        return analysed
+
+    def _give_up(self, reason: str) -> None:
+        log.warning("%s; analysing inline from now on", reason)
+        self._failed = True
+        self._waiting = False
+        self.close()
+
+    def close(self) -> None:
+        """End the helper (it exits when its stdin closes) and reap it."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            assert process.stdin is not None
+            process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def peak_rss_mb() -> float:
+    """The largest peak resident memory (MB) an analysis worker of this process has reported."""
+    return _peak_kib / 1024
+
+
+def _own_peak_kib() -> int:
+    try:
+        with open("/proc/self/status") as status:
+            return next((int(line.split()[1]) for line in status if line.startswith("VmHWM:")), 0)
+    except OSError:
+        return 0
+
+
+def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+    """The helper's loop: analyse each request until the pipe closes."""
+    while True:
+        try:
+            texts_by_field = _receive(requests)
+        except EOFError:
+            return
+        try:
+            reply: Any = (_narrowed(analyze_fields(texts_by_field)), _own_peak_kib())
+        except Exception as error:  # reported back; the batch is analysed by the caller instead
+            reply = f"{type(error).__name__}: {error}"
+        _send(replies, reply)
+        del texts_by_field, reply
+
+
+if __name__ == "__main__":
+    # Replies go out on a private copy of stdout; anything printed goes to stderr instead of
+    # into the pipe's framing.
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    serve(sys.stdin.buffer, replies)
