@@ -10,7 +10,8 @@ Callers: ``index.writer`` (batch form), ``engine`` and ``ranking`` (single form)
 from __future__ import annotations
 
 import re
-from itertools import compress, count
+from collections.abc import Iterator
+from itertools import compress, count, pairwise
 
 import numpy as np
 
@@ -104,45 +105,76 @@ def analyze_batch(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     return list(map(words.__getitem__, order.tolist())), value_index[order], position[order]
 
 
+#: A batch is analysed in slices of about this many characters: each token is a bytes object for
+#: a moment, and a whole 10,000-description batch made ~100 MB of them at once.
+ANALYSIS_SLICE_CHARS = 1 << 20
+
+
 def analyze_batch_terms(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """All tokens of many values as ``(terms, token terms, value index, position)``: the batch's
-    distinct terms in order of first appearance, then per token its index into ``terms`` (int64),
-    its value's index and its position in that value.
+    distinct terms in order of first appearance, then per token its index into ``terms``, its
+    value's index and its position in that value (int32 each: half the bytes of a batch's tokens).
 
     Same tokens as :func:`analyze_batch`, but each token costs two C-level steps only (a slice made
     by ``bytes.split`` and a dict ``setdefault`` that numbers it within the batch); everything else
     runs per distinct term or in numpy, so the caller maps terms to ids for the distinct ones only.
-    The batch is analysed as one UTF-8 buffer: ASCII values are lowered and split by a 256-byte
-    table; values with other characters are folded and split by the general pattern (together, in
-    one call) and put back as their tokens joined by spaces, which the same table leaves whole.
+    Each slice of :data:`ANALYSIS_SLICE_CHARS` is analysed as one UTF-8 buffer: ASCII values are
+    lowered and split by a 256-byte table; values with other characters are folded and split by
+    the general pattern (together, in one call) and put back as their tokens joined by spaces,
+    which the same table leaves whole. Terms are numbered across slices, by first appearance.
     """
     if not texts:
-        empty = np.empty(0, dtype=np.int64)
+        empty = np.empty(0, dtype=np.int32)
         return [], empty, empty, empty
+    seen: dict[bytes, int] = {b"\x00": 0}  # the separator is term 0 here, dropped below
+    numbering = count(1)
+    raws, value_indexes, positions = [], [], []
+    ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)
+    cuts = np.searchsorted(ends, np.arange(ANALYSIS_SLICE_CHARS, int(ends[-1]), ANALYSIS_SLICE_CHARS), side="right")
+    for first, last in pairwise(sorted({0, *cuts.tolist(), len(texts)})):
+        sliced = _slice_tokens(texts[first:last], seen, numbering)
+        if sliced is None:  # a value contains NUL: no safe join
+            words, value_index, position = _enumerate(analyze_many(texts))
+            local: dict[str, int] = {}
+            token_terms = np.fromiter(map(local.setdefault, words, count()), dtype=np.int64, count=len(words))
+            return _dense_terms(list(local), np.fromiter(local.values(), dtype=np.int64, count=len(local)),
+                                token_terms, value_index, position)
+        raw, value_index, position = sliced
+        raws.append(raw)
+        value_indexes.append(value_index + first)
+        positions.append(position)
+    distinct = list(seen)
+    first_seen = np.fromiter(seen.values(), dtype=np.int64, count=len(seen))
+    terms = list(map(bytes.decode, distinct[1:]))
+    return _dense_terms(terms, first_seen[1:], _joined(raws), _joined(value_indexes), _joined(positions))
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _slice_tokens(texts: list[str], seen: dict[bytes, int], numbering: Iterator[int]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One slice of :func:`analyze_batch_terms`: each token's ``seen`` code (new terms numbered
+    from ``numbering``), its value's index in the slice and its position; None when a value
+    holds NUL."""
     joined = _VALUE_SEPARATOR.join(texts)
-    if joined.count(_VALUE_SEPARATOR) != len(texts) - 1:  # a value contains NUL: no safe join
-        words, value_index, position = _enumerate(analyze_many(texts))
-        local: dict[str, int] = {}
-        token_terms = np.fromiter(map(local.setdefault, words, count()), dtype=np.int64, count=len(words))
-        return _dense_terms(list(local), np.fromiter(local.values(), dtype=np.int64, count=len(local)),
-                            token_terms, value_index, position)
+    if joined.count(_VALUE_SEPARATOR) != len(texts) - 1:
+        return None
     if not joined.isascii():
         joined = _tokens_spaced(texts, joined)
     spaced = joined.encode("utf-8").translate(_BATCH_BYTE_TABLE).replace(b"\x00", b" \x00 ")
+    del joined
     tokens = spaced.split()
-    seen: dict[bytes, int] = {b"\x00": 0}  # the separator is term 0 here, dropped below
+    del spaced
     # A list first: numpy converts a list of ints about twice as fast as it consumes an iterator.
-    raw = np.array(list(map(seen.setdefault, tokens, count(1))), dtype=np.int64)
-    distinct = list(seen)
-    first_seen = np.fromiter(seen.values(), dtype=np.int64, count=len(seen))
+    raw = np.array(list(map(seen.setdefault, tokens, numbering)), dtype=np.int32)
+    del tokens
     is_separator = raw == 0
-    index = np.arange(raw.size, dtype=np.int64)
+    index = np.arange(raw.size, dtype=np.int32)
     last_separator = np.maximum.accumulate(np.where(is_separator, index, -1))
     words = ~is_separator
-    value_index = np.cumsum(is_separator)[words]
-    position = (index - last_separator - 1)[words]
-    terms = list(map(bytes.decode, distinct[1:]))
-    return _dense_terms(terms, first_seen[1:], raw[words], value_index, position)
+    return raw[words], np.cumsum(is_separator, dtype=np.int32)[words], (index - last_separator - 1)[words]
 
 
 #: A field's analysed tokens, as :func:`analyze_batch_terms` returns them: (distinct terms, each
@@ -160,9 +192,9 @@ def analyze_fields(texts_by_field: dict[str, list[str]]) -> dict[str, Analysed]:
 def _dense_terms(terms: list[str], first_seen: np.ndarray, token_terms: np.ndarray, value_index: np.ndarray,
                  position: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Renumber tokens' ``setdefault`` codes (``first_seen``: each term's code) as indexes into ``terms``."""
-    dense = np.zeros(int(first_seen.max()) + 1 if first_seen.size else 1, dtype=np.int64)
-    dense[first_seen] = np.arange(first_seen.size, dtype=np.int64)
-    return terms, dense[token_terms], value_index.astype(np.int64, copy=False), position.astype(np.int64, copy=False)
+    dense = np.zeros(int(first_seen.max()) + 1 if first_seen.size else 1, dtype=np.int32)
+    dense[first_seen] = np.arange(first_seen.size, dtype=np.int32)
+    return terms, dense[token_terms], value_index.astype(np.int32, copy=False), position.astype(np.int32, copy=False)
 
 
 def _tokens_spaced(texts: list[str], joined: str) -> str:

@@ -41,11 +41,11 @@ _PIPE_BYTES = 1 << 20
 
 
 def _narrowed(analysed: dict[str, Analysed]) -> dict[str, Analysed]:
-    """The token arrays in the narrowest types that hold them: half the bytes through the pipe."""
+    """Positions as uint16 when they fit (most fields): fewer bytes through the pipe."""
     narrowed = {}
     for path, (terms, token_terms, value_index, position) in analysed.items():
-        narrowed[path] = (terms, token_terms.astype(np.int32), value_index.astype(np.int32),
-                          position.astype(np.uint32 if position.size and int(position.max()) >= 1 << 16 else np.uint16))
+        narrowed[path] = (terms, token_terms, value_index,
+                          position if position.size and int(position.max()) >= 1 << 16 else position.astype(np.uint16))
     return narrowed
 
 

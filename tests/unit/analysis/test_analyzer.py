@@ -10,6 +10,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+import roarsearch.analysis.analyzer as analyzer_module
 from roarsearch.analysis.analyzer import analyze, analyze_batch, analyze_batch_terms, analyze_many
 from roarsearch.analysis.normalize import fold, fold_many
 
@@ -70,3 +71,20 @@ def test_batch_terms_any_text(texts: list[str]) -> None:
     terms, token_terms, value_index, position = analyze_batch_terms(texts)
     expected = [(token, i, j) for i, text in enumerate(texts) for j, token in enumerate(analyze(text))]
     assert [(terms[t], i, j) for t, i, j in zip(token_terms.tolist(), value_index.tolist(), position.tolist())] == expected
+
+
+@given(st.lists(st.text(max_size=20) | st.text(alphabet=st.characters(max_codepoint=127), max_size=20), min_size=1,
+                max_size=12), st.integers(1, 40))
+def test_batch_terms_in_slices_equal_one_slice(texts: list[str], slice_chars: int) -> None:
+    """A batch analysed in slices numbers its terms by first appearance across slices, exactly as
+    one slice would."""
+    whole = analyze_batch_terms(texts)
+    original = analyzer_module.ANALYSIS_SLICE_CHARS
+    analyzer_module.ANALYSIS_SLICE_CHARS = slice_chars
+    try:
+        sliced = analyze_batch_terms(texts)
+    finally:
+        analyzer_module.ANALYSIS_SLICE_CHARS = original
+    assert sliced[0] == whole[0]
+    for mine, expected in zip(sliced[1:], whole[1:]):
+        assert mine.tolist() == expected.tolist()
