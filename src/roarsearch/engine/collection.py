@@ -32,6 +32,7 @@ from roarsearch.facets.value_search import search_facet_values
 from roarsearch.index.docstore import pack_records
 from roarsearch.index.geo import whole_metres
 from roarsearch.index.index import Index
+from roarsearch.index.postings import merges_held
 from roarsearch.index.state import adopt_saved_payloads, index_to_state, saved_payloads
 from roarsearch.index.writer import CollectedAdd, PreparedAdd
 from roarsearch.memory import release_free_memory
@@ -238,7 +239,9 @@ class Collection:
         if prepared is None and ahead is not None:
             prepared = self.index.prepare_add(payload["records"], packed, ahead)
         result = self.apply_concurrently(payload, packed, prepared)
-        if self.store is not None and self.store.should_snapshot():
+        # A snapshot waits for a background postings merge to land (unless the log has grown twice
+        # past due): the merge's output and the snapshot's buffers would otherwise share one peak.
+        if self.store is not None and self.store.should_snapshot(overdue_only=self.index.merging()):
             try:
                 self.take_snapshot()
             except StorageError as error:
@@ -294,7 +297,7 @@ class Collection:
     def take_snapshot(self) -> None:
         """Write the whole state to a new snapshot and reset the log (caller holds ``write_mutex``)."""
         assert self.store is not None
-        with self.lock.reading():  # searches go on; writers wait on write_mutex
+        with merges_held(), self.lock.reading():  # searches go on; writers wait on write_mutex
             self.merges_saved = sum(postings.merges for postings in list(self.index.postings.values()))
             state = index_to_state(self.index)
             if not self.settings.is_default:  # older snapshots lack the key: default settings

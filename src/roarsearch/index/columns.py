@@ -44,6 +44,20 @@ MAX_VALUE_LENGTH = 256
 AUTO_VALUE_LIMIT = 65_536
 
 
+def _ascending(docs: np.ndarray) -> bool:
+    return docs.size < 2 or bool((docs[1:] > docs[:-1]).all())
+
+
+def _first_of_each_doc(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct docs, index of each one's first entry): for docs in doc order (the writer's), where
+    each doc's run starts, in one pass; otherwise ``np.unique`` (a sort)."""
+    if docs.size < 2 or bool((docs[1:] >= docs[:-1]).all()):
+        starts = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
+        return docs[starts], starts
+    found: tuple[np.ndarray, np.ndarray] = np.unique(docs, return_index=True)
+    return found
+
+
 def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
     """Join the (doc, value) chunks appended by writes, and keep the joined arrays as the only chunk."""
     if not docs:
@@ -99,7 +113,7 @@ class NumericColumn:
         np.fmin.at(self.minimum.data, docs, values)
         np.fmax.at(self.maximum.data, docs, values)
         self.first.ensure(top)
-        first_docs, first_index = np.unique(docs, return_index=True)
+        first_docs, first_index = _first_of_each_doc(docs)
         self.first.data[first_docs] = values[first_index]
         self.docs |= bitmap_from_array(docs)
 
@@ -289,14 +303,17 @@ class ValueColumn:
         if docs.size == 0:
             return
         # The first value of each doc in element order (grouping uses an array's first element).
-        first_docs, first_index = np.unique(docs, return_index=True)
+        first_docs, first_index = _first_of_each_doc(docs)
         top = int(first_docs[-1]) + 1
         self.first.ensure(top)
         self.first.data[first_docs] = value_ids[first_index]
-        # Distinct (doc, value) pairs in (doc, value) order: one sort of the pairs packed in a uint64
-        # (docs and value ids fit 32 bits), several times faster than ``np.unique(..., axis=0)``.
-        pairs = np.unique((docs.astype(np.uint64) << np.uint64(32)) | value_ids.astype(np.uint64))
-        docs, value_ids = (pairs >> np.uint64(32)).astype(np.uint32), (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        if first_docs.size == docs.size and _ascending(docs):  # one value per doc: the pairs are in order
+            docs, value_ids = docs.astype(np.uint32), value_ids.astype(np.uint32)
+        else:
+            # Distinct (doc, value) pairs in (doc, value) order: one sort of the pairs packed in a
+            # uint64 (docs and value ids fit 32 bits), several times faster than ``np.unique(..., axis=0)``.
+            pairs = np.unique((docs.astype(np.uint64) << np.uint64(32)) | value_ids.astype(np.uint64))
+            docs, value_ids = (pairs >> np.uint64(32)).astype(np.uint32), (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         self._docs.append(docs)
         self._vids.append(value_ids)
         self._flat = None

@@ -101,6 +101,10 @@ class Index:
         """Called by the writer after each applied batch: every cached derivation is now stale."""
         self.generation += 1
 
+    def merging(self) -> bool:
+        """Whether a background postings merge is queued or running for some field."""
+        return any(postings.merging for postings in list(self.postings.values()))
+
     def wait_for_merges(self) -> int:
         """Wait for the fields' background postings merges; returns how many have landed in all
         (a state saved at a smaller count holds chunks merged since)."""

@@ -26,7 +26,7 @@ from pyroaring import AbstractBitMap, FrozenBitMap
 from roarsearch.analysis.analyzer import Analysed, analyze_fields
 from roarsearch.index.bitmaps import bitmap_from_array
 from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldColumns
-from roarsearch.index.docstore import RecordId, compress_parts, pack_records
+from roarsearch.index.docstore import RecordId, compress_joined, compress_parts, joined_parts, pack_records
 from roarsearch.index.geo import extract_points
 from roarsearch.index.postings import FieldPostings, PostingsPlan
 from roarsearch.schema import GEO_FIELD, iter_leaves
@@ -261,9 +261,11 @@ def prepare_add(index: Index, records: list[dict[str, Any]], payloads: list[byte
     failure: list[BaseException] = []
     compressor: threading.Thread | None = None
     if len(records) >= THREADED_STORE_RECORDS:
+        parts = joined_parts(payloads)  # here: the thread then runs one call without the GIL
+
         def compress() -> None:
             try:
-                compressed.extend(compress_parts(payloads))
+                compressed.extend(compress_joined(parts))
             except BaseException as error:  # re-raised below, in the writer's thread
                 failure.append(error)
         compressor = threading.Thread(target=compress, name="roarsearch-compress")

@@ -105,9 +105,12 @@ class CollectionStore:
         """Append ``payload`` durably (fsynced) and return its sequence number; see :meth:`WriteAheadLog.append`."""
         return self.wal.append(payload, packed)
 
-    def should_snapshot(self) -> bool:
-        byte_threshold = max(SNAPSHOT_LOG_BYTES, int(self.snapshot_bytes * SNAPSHOT_GROWTH))
-        return self.wal.size_bytes >= byte_threshold or self.wal.record_count >= SNAPSHOT_LOG_RECORDS
+    def should_snapshot(self, overdue_only: bool = False) -> bool:
+        """Whether the log has grown enough for a snapshot; ``overdue_only``: enough twice over (a
+        snapshot put off meanwhile, see ``Collection._write_locked``, is taken then regardless)."""
+        factor = 2 if overdue_only else 1
+        byte_threshold = max(SNAPSHOT_LOG_BYTES, int(self.snapshot_bytes * SNAPSHOT_GROWTH)) * factor
+        return self.wal.size_bytes >= byte_threshold or self.wal.record_count >= SNAPSHOT_LOG_RECORDS * factor
 
     def snapshot(self, index_state: Any, views_of: tuple[JoinedBuffers, ...] = ()) -> list[memoryview] | None:
         """Write ``index_state`` (which must include every logged batch) as the snapshot, then reset the log.
