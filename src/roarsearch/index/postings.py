@@ -36,8 +36,8 @@ import mmap
 import operator
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
