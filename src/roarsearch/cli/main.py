@@ -446,46 +446,59 @@ def import_file(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: no such file")
     if args.id_field is not None and not args.id_field:
         raise UsageError("--id-field: must name a field")
-    imported = 0
-    batch: list[Any] = []
-    lines: list[int] = []
+    # Per batch handed to the engine: the records before it and each record's line (the last few).
+    handed: dict[int, tuple[int, list[int]]] = {}
+    read = 0  # records read into batches handed over; every one is written once the import returns
+
     with open_input(args.file, kind) as source, _progress(args.collection, source.size) as progress, \
             Engine(_app_directory(args.data, args.app)) as engine:
 
-        def flush() -> None:
-            nonlocal imported
-            try:
-                engine.add_records(args.collection, batch)
-            except SearchError as error:
-                where = error.data
-                found = re.match(r"records\[(\d+)\]", where)
-                if found and int(found[1]) < len(lines):  # the engine names the record; we know its line
-                    index = int(found[1])
-                    where = f"line {lines[index]} (record {imported + index + 1} of the file): {where}"
-                    if where.endswith(".id: is required"):
-                        where += " (name the id field with --id-field NAME, or make ids with --generate-ids)"
-                raise ValueError(f"{args.file}: {where}; nothing of this batch was written "
-                                 f"({imported} records before it were)") from error
-            imported += len(batch)
-            progress(source.bytes_read(), imported)
-            batch.clear()
-            lines.clear()
-
-        try:
-            for line, record in with_ids(args.file, read_rows(args.file, source, kind), args.id_field, args.generate_ids):
+        def batches() -> Iterator[list[dict[str, Any]]]:
+            nonlocal read
+            batch: list[dict[str, Any]] = []
+            lines: list[int] = []
+            rows = with_ids(args.file, read_rows(args.file, source, kind), args.id_field, args.generate_ids)
+            while True:
+                try:
+                    line, record = next(rows)
+                except StopIteration:
+                    break
+                except ValueError as error:  # a row that does not read: the batches before it are written
+                    raise ValueError(f"{error}; nothing of this batch was written ({read} records before it were)") \
+                        from error
                 batch.append(record)
                 lines.append(line)
                 if len(batch) >= args.batch_size:
-                    flush()
+                    yield hand_over(batch, lines)
+                    batch, lines = [], []
                 elif len(batch) % PROGRESS_EVERY == 0:
-                    progress(source.bytes_read(), imported + len(batch))
-        except ValueError as error:
-            if "nothing of this batch" not in str(error):
-                raise ValueError(f"{error}; nothing of this batch was written ({imported} records before it were)") \
-                    from error
-            raise
-        if batch:
-            flush()
+                    progress(source.bytes_read(), read + len(batch))
+            if batch:
+                yield hand_over(batch, lines)
+
+        def hand_over(batch: list[dict[str, Any]], lines: list[int]) -> list[dict[str, Any]]:
+            nonlocal read
+            number = len(handed)
+            handed[number] = (read, lines)
+            handed.pop(number - 3, None)  # the engine reads one batch ahead: older ones are written
+            read += len(batch)
+            progress(source.bytes_read(), read)
+            return batch
+
+        try:
+            imported = engine.add_batches(args.collection, batches())["records"]
+        except SearchError as error:
+            where = error.data
+            found = re.match(r"batches\[(\d+)\]\.(records\[(\d+)\].*?)( \(batches before it were added\))?$", where)
+            before = read
+            if found and int(found[1]) in handed:  # the engine names batch and record; we know its line
+                before, lines = handed[int(found[1])]
+                index = int(found[3])
+                where = f"line {lines[index]} (record {before + index + 1} of the file): {found[2]}"
+                if where.endswith(".id: is required"):
+                    where += " (name the id field with --id-field NAME, or make ids with --generate-ids)"
+            raise ValueError(f"{args.file}: {where}; nothing of this batch was written "
+                             f"({before} records before it were)") from error
     print(f"imported {imported} records into {args.collection}")
     return 0
 

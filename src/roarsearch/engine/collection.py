@@ -118,7 +118,7 @@ class Collection:
         #: Held for a whole write (log, apply) and for a whole snapshot: writers queue on it while
         #: searches, which only need ``lock.reading()``, keep running during the fsync and snapshot.
         self.write_mutex = threading.Lock()
-        self.store: CollectionStore | None = None
+        self._store: CollectionStore | None = None
         #: Called with a batch's sequence number once it is durable in the log, before it is
         #: applied: the multi-worker service publishes it there, so that its reader processes apply
         #: the batch while this process does (server/workers.py).
@@ -128,6 +128,16 @@ class Collection:
 
     def __len__(self) -> int:
         return len(self.index.docs)
+
+    @property
+    def store(self) -> CollectionStore | None:
+        """Where the collection is durable (None: in memory only)."""
+        return self._store
+
+    @store.setter
+    def store(self, store: CollectionStore | None) -> None:
+        self._store = store
+        self.index.docs.spill = store.spill if store is not None else None
 
     # ------------------------------------------------------------------ writes
 
@@ -309,6 +319,7 @@ class Collection:
             # every record (at 1M text-heavy records, 200 MB of the build's peak).
             with self.lock.writing():
                 adopt_saved_payloads(self.index, state, saved[0])
+            self.store.spill.restart()  # every part kept there is now read from the snapshot
         del state, saved
         release_free_memory()  # the packed state's buffers
 

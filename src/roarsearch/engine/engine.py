@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 from types import TracebackType
 from typing import Any
 
@@ -145,6 +146,8 @@ class Engine:
                         if collection.store is not None and (collection.store.wal.records
                                                              or merges != collection.merges_saved):
                             collection.take_snapshot()
+                        if collection.store is not None:
+                            collection.store.spill.close()
             finally:
                 self._directory.close()
 
@@ -207,6 +210,8 @@ class Engine:
                 if self._directory is not None:
                     self._directory.drop_collection(collection_id)
                 target.dropped = True
+                if target.store is not None:
+                    target.store.spill.close()
                 del self._collections[collection_id]
         return {"status": 200}
 
@@ -322,7 +327,6 @@ class Engine:
         before it was written; nothing of it or of later batches is.
         """
         check_collection_id(collection, "collectionId")
-        target = self._collection(collection, create=True)
 
         def validated() -> Iterator[tuple[list[dict[str, Any]], list[bytes]]]:
             for number, records in enumerate(batches):
@@ -332,7 +336,12 @@ class Engine:
                     raise BadRequestError(f"batches[{number}].{error.data} (batches before it were added)",
                                           field=error.field) from None
 
-        return {"status": 201, "records": target.write_adds(validated())}
+        checked = validated()
+        first = next(checked, None)  # a first batch that fails creates no collection
+        if first is None:
+            return {"status": 201, "records": 0}
+        target = self._collection(collection, create=True)
+        return {"status": 201, "records": target.write_adds(chain([first], checked))}
 
     def delete_records(
         self,

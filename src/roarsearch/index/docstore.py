@@ -277,6 +277,9 @@ class DocStore:
         self._offsets: list[np.ndarray] = []
         self._firsts: list[int] = []
         self._inflate = threading.Lock()
+        #: Where new batches' compressed parts are kept instead of in memory (a durable
+        #: collection's ``storage.spill.SpillFile``), if anywhere.
+        self.spill: Any = None
         self.alive = FrozenBitMap()
         # True while every assigned doc's record id is greater than all earlier ones.
         self.ids_in_doc_order = True
@@ -306,7 +309,8 @@ class DocStore:
         lengths = np.fromiter(map(len, payloads), dtype=np.uint64, count=len(payloads))
         if compressed is None:
             compressed = compress_parts(payloads)
-        for part, first in zip(compressed, range(0, len(payloads), SAVED_PART_DOCS)):
+        kept: list[bytes] | list[bytes | memoryview] = compressed if self.spill is None else self.spill.keep(compressed)
+        for part, first in zip(kept, range(0, len(payloads), SAVED_PART_DOCS)):
             last = min(first + SAVED_PART_DOCS, len(payloads))
             self._append_buffer(start + first, None, lengths[first:last], part)
         self._note_order(ids)

@@ -34,6 +34,7 @@ from roarsearch.storage.format import DIRECTORY_FORMAT, DIRECTORY_FORMAT_PREFIX,
 from roarsearch.storage.fs import FileSystem
 from roarsearch.storage.lock import LOCK_FILE, DirectoryLock
 from roarsearch.storage.snapshot import read_snapshot, write_snapshot
+from roarsearch.storage.spill import SPILL_FILE, SpillFile
 from roarsearch.storage.wal import WriteAheadLog
 
 #: A snapshot is due (and the log is reset) once the log holds this many bytes ...
@@ -69,6 +70,8 @@ class CollectionStore:
         self.last_snapshot_seq = 0
         #: Bytes of the snapshot on disk (0: none), which sets the log's byte threshold.
         self.snapshot_bytes = 0
+        #: Stored records added since the snapshot, outside memory (see ``storage.spill``).
+        self.spill = SpillFile(os.path.join(directory, SPILL_FILE))
 
     def open(self) -> tuple[Any | None, Iterator[tuple[int, Any]]]:
         """The snapshot's index state (None when there is none) and ``(seq, payload)`` of the batches after it.

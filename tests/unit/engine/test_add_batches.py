@@ -174,3 +174,11 @@ def test_every_batch_is_collected_once_and_analysed_in_the_worker(monkeypatch: p
     engine.add_batches("c", batches)
     assert inline == []
     assert engine.search({"collection": "c", "query": "batch3", "count": 0})["totalHits"] == 30
+
+
+def test_no_batch_or_a_bad_first_batch_creates_no_collection() -> None:
+    engine = Engine()
+    assert engine.add_batches("c", iter([])) == {"status": 201, "records": 0}
+    with pytest.raises(BadRequestError):
+        engine.add_batches("c", [[{"title": "no id"}]])
+    assert engine.collection_names() == []

@@ -10,6 +10,7 @@ drops their pages as it goes.
 from __future__ import annotations
 
 import mmap
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,10 @@ def mapped_parts(engine: Engine, name: str) -> list[bool]:
 def test_records_live_in_the_snapshot_file_and_read_back_the_same(tmp_path: Path) -> None:
     with Engine(tmp_path) as engine:
         engine.add_records("c", records(0, 700))
-        assert not any(mapped_parts(engine, "c"))  # not snapshotted yet: in memory
+        spill = engine._collection("c").store.spill.path
+        assert all(mapped_parts(engine, "c")) and os.path.exists(spill)  # not snapshotted yet: the spill file
         snapshot(engine, "c")
-        assert all(mapped_parts(engine, "c"))
+        assert all(mapped_parts(engine, "c")) and not os.path.exists(spill)  # the snapshot's file
         engine.delete_records("c", [5, 400])
         engine.add_records("c", records(700, 300) + [{"id": 6, "title": "replaced six"}])
         got = engine.get_records("c", [1, 5, 6, 699, 999])
@@ -68,7 +70,8 @@ def test_rewriting_a_snapshot_drops_the_mapped_pages_it_read(tmp_path: Path, mon
     with Engine(tmp_path) as engine:
         engine.add_records("c", records(0, 3000))
         snapshot(engine, "c")
-        assert not dropped  # the first snapshot wrote records from memory
+        assert dropped  # the first snapshot read the records from the spill file, dropping its pages
+        dropped.clear()
         engine.add_records("c", records(3000, 10))
         snapshot(engine, "c")
         assert dropped and all(isinstance(mapping, mmap.mmap) for mapping in dropped)
