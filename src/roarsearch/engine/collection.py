@@ -253,7 +253,7 @@ class Collection:
         # past due): the merge's output and the snapshot's buffers would otherwise share one peak.
         if self.store is not None and self.store.should_snapshot(overdue_only=self.index.merging()):
             try:
-                self.take_snapshot()
+                self.take_snapshot(final=False)
             except StorageError as error:
                 # The batch is durable in the log and applied: the write succeeded. The snapshot is
                 # retried after later writes; until then the log keeps growing (and replays on open).
@@ -304,12 +304,14 @@ class Collection:
             found = self._write_locked({"op": "delete", "ids": record_ids})
             return sum(found)
 
-    def take_snapshot(self) -> None:
-        """Write the whole state to a new snapshot and reset the log (caller holds ``write_mutex``)."""
+    def take_snapshot(self, final: bool = True) -> None:
+        """Write the whole state to a new snapshot and reset the log (caller holds ``write_mutex``).
+        ``final=False``: one of the snapshots a run of writes takes as its log grows — derived
+        orders a reopen would otherwise compute (numeric sort orders) are saved only if known."""
         assert self.store is not None
         with merges_held(), self.lock.reading():  # searches go on; writers wait on write_mutex
             self.merges_saved = sum(postings.merges for postings in list(self.index.postings.values()))
-            state = index_to_state(self.index)
+            state = index_to_state(self.index, sort_orders=final)
             if not self.settings.is_default:  # older snapshots lack the key: default settings
                 state["settings"] = self.settings.to_dict()
             saved = self.store.snapshot(state, views_of=(saved_payloads(state),))

@@ -166,6 +166,10 @@ class NumericColumn:
                 order = self._order
         return order
 
+    def known_sort_order(self) -> np.ndarray | None:
+        """:meth:`sort_order` if computed since the last change, else None (not computed here)."""
+        return self._order
+
     def load_order(self, order: np.ndarray) -> None:
         """Adopt a saved :meth:`sort_order` (ignored unless it fits the pairs)."""
         if order.size == self.pairs()[0].size:

@@ -52,11 +52,11 @@ def _packed(array: np.ndarray, delta: bool = False) -> dict[str, Any]:
     return {"packed": data, "ends": _bytes(ends), "count": int(array.size)}
 
 
-def index_to_state(index: Index) -> dict[str, Any]:
+def index_to_state(index: Index, sort_orders: bool = True) -> dict[str, Any]:
     """The whole index as msgpack-ready data: bitmaps serialised, numpy arrays as raw buffers.
 
     Layout (version 3): ``docs`` (record ids, the live records' msgpack payloads packed and
-    zlib-compressed in parts with per-doc lengths, alive bitmap, id-order flag),
+    compressed in parts with per-doc lengths, alive bitmap, id-order flag),
     ``lexicon`` (the lexicon's own state), ``text_fields``, ``postings`` per field (the
     term-sorted token arrays per chunk: distinct term ids with their token counts, then the
     ``tokens`` count and the compressed blocks of :func:`~roarsearch.index.postings.pack_column`,
@@ -85,8 +85,12 @@ def index_to_state(index: Index) -> dict[str, Any]:
         if columns.numeric is not None:
             docs, values = columns.numeric.pairs()
             state["numeric"] = {"docs": _packed(docs, delta=True), "values": _packed(values),
-                                "order": _packed(columns.numeric.sort_order()), "slots": columns.numeric.minimum.data.size,
-                                "doc_bitmap": columns.numeric.docs.serialize()}
+                                "slots": columns.numeric.minimum.data.size, "doc_bitmap": columns.numeric.docs.serialize()}
+            # The value order saves the argsort a reopened index would do on its first range or
+            # sort; a snapshot taken between writes (sort_orders=False) saves it only if known.
+            order = columns.numeric.sort_order() if sort_orders else columns.numeric.known_sort_order()
+            if order is not None:
+                state["numeric"]["order"] = _packed(order)
             if columns.numeric.multi_valued:  # otherwise a doc's min, max and first are its value
                 state["numeric"].update({"min": _packed(columns.numeric.minimum.data),
                                          "max": _packed(columns.numeric.maximum.data),

@@ -65,3 +65,28 @@ def test_single_valued_numbers_keep_one_per_doc_array_until_a_doc_gets_a_second(
     column.add(np.array([5, 5]), np.array([3.0, 2.0]))
     assert (column.minimum.data[5], column.maximum.data[5], column.first.data[5]) == (2.0, 3.0, 3.0)
     assert column.minimum.data[0] == column.maximum.data[0] == column.first.data[0] == 5.0
+
+
+def test_a_snapshot_between_writes_saves_the_numeric_sort_order_only_if_known() -> None:
+    """A final snapshot saves each numeric column's value order (a reopen then needs no argsort);
+    one taken between writes saves it only when a query already computed it, and either loads
+    to the same range answers."""
+    from roarsearch.index.index import Index
+    from roarsearch.index.state import index_from_state, index_to_state
+
+    index = Index()
+    index.add_records([{"id": i, "price": float((i * 37) % 101)} for i in range(500)])
+    numeric = index.columns["price"].numeric
+    assert numeric is not None and numeric.known_sort_order() is None
+    assert "order" not in index_to_state(index, sort_orders=False)["columns"]["price"]["numeric"]
+    final = index_to_state(index)
+    assert "order" in final["columns"]["price"]["numeric"]
+    assert "order" in index_to_state(index, sort_orders=False)["columns"]["price"]["numeric"]  # known now
+    expected = sorted(numeric.range(10.0, True, 20.0, False))
+    fresh = Index()
+    fresh.add_records([{"id": i, "price": float((i * 37) % 101)} for i in range(500)])
+    without_order = index_to_state(fresh, sort_orders=False)
+    assert "order" not in without_order["columns"]["price"]["numeric"]
+    for state in (final, without_order):
+        loaded = index_from_state(state).columns["price"].numeric
+        assert loaded is not None and sorted(loaded.range(10.0, True, 20.0, False)) == expected
