@@ -38,10 +38,14 @@ def verify(data: Path, written: list[int]) -> None:
         if "c" not in engine.collection_names():
             assert not written
             return
-        total = engine.search({"collection": "c", "count": 0})["totalHits"]
-        found = {hit["id"]: hit for skip in range(0, total, 1000)
-                 for hit in engine.search({"collection": "c", "count": 1000, "skip": skip})["results"]
-                 if hit["id"] != AFTER_CRASH_ID}
+        found: dict[int, dict] = {}
+        page: dict = {"next": None}
+        while True:  # every record, by the stored-records cursor (not the search path)
+            page = engine.page_records("c", count=1000, after=page["next"])
+            found.update((record["id"], record) for record in page["records"] if record["id"] != AFTER_CRASH_ID)
+            if page["next"] is None:
+                break
+        assert engine.search({"collection": "c", "count": 0})["totalHits"] == len(found)  # the index agrees
         batches = sorted({record_id // 1000 for record_id in found})
         assert batches == list(range(len(batches))), "the batches kept are a prefix"
         assert not written or batches[-1] >= written[-1], "a batch reported written is missing"
