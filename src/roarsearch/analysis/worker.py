@@ -82,6 +82,14 @@ def _widen_pipe(stream: IO[bytes]) -> None:
         fcntl.fcntl(stream.fileno(), _SET_PIPE_SIZE, _PIPE_BYTES)
 
 
+def _child_environment() -> dict[str, str]:
+    """This environment, with the folder this roarsearch was imported from first on the helper's
+    path: the helper runs the same code even when the caller put it on ``sys.path`` by hand."""
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [package_root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+
+
 class AnalysisWorker:
     """The helper process, from this side: ``submit`` a batch's texts, later take its ``result``."""
 
@@ -97,7 +105,7 @@ class AnalysisWorker:
         try:
             if self._process is None:
                 self._process = subprocess.Popen(
-                    [sys.executable, "-m", "roarsearch.analysis.worker"],
+                    [sys.executable, "-m", "roarsearch.analysis.worker"], env=_child_environment(),
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, close_fds=True)
                 assert self._process.stdin is not None and self._process.stdout is not None
                 _widen_pipe(self._process.stdin)
