@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import pickle
+import select
 import struct
 import subprocess
 import sys
@@ -39,6 +40,8 @@ _peak_kib = 0
 #: Linux's F_SETPIPE_SZ: bigger pipes move a batch in fewer wake-ups (best effort).
 _SET_PIPE_SIZE = 1031
 _PIPE_BYTES = 1 << 20
+#: How long closing waits for the helper's last word and exit before killing it.
+CLOSE_TIMEOUT_S = 10
 
 
 def _narrowed(analysed: dict[str, Analysed]) -> dict[str, Analysed]:
@@ -130,12 +133,11 @@ class AnalysisWorker:
         except (OSError, EOFError, pickle.UnpicklingError) as error:
             self._give_up(f"analysis worker failed: {error}")
             return None
-        global _peak_kib
         if isinstance(reply, str):  # the helper's own error: it goes on, this batch is redone here
             log.warning("analysis worker could not analyse a batch (analysed inline): %s", reply)
             return None
         analysed: dict[str, Analysed] = reply[0]
-        _peak_kib = max(_peak_kib, int(reply[1]))
+        _record_peak(int(reply[1]))
         return analysed
 
     def _give_up(self, reason: str) -> None:
@@ -152,13 +154,25 @@ class AnalysisWorker:
         with contextlib.suppress(OSError, ValueError):
             assert process.stdin is not None
             process.stdin.close()
+        if not self._failed and not self._waiting:
+            # Its last word: its peak memory over its whole life (replies carried it only up to
+            # before each reply was written).
+            with contextlib.suppress(OSError, EOFError, ValueError, pickle.UnpicklingError):
+                assert process.stdout is not None
+                if select.select([process.stdout], [], [], CLOSE_TIMEOUT_S)[0]:  # never hang on a stuck helper
+                    _record_peak(int(_receive(process.stdout)))
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=CLOSE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def _record_peak(kib: int) -> None:
+    global _peak_kib
+    _peak_kib = max(_peak_kib, kib)
 
 
 def peak_rss_mb() -> float:
@@ -179,7 +193,9 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     while True:
         try:
             texts_by_field = msgpack.unpackb(_receive_bytes(requests))
-        except EOFError:
+        except EOFError:  # the caller closed the pipe: say the peak, then exit
+            with contextlib.suppress(OSError, ValueError):
+                _send(replies, _own_peak_kib())
             return
         try:
             reply: Any = (_narrowed(analyze_fields(texts_by_field)), _own_peak_kib())
