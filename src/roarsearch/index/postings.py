@@ -467,18 +467,28 @@ class _BlockPacker:
                 self.parts[-PACKS_IN_FLIGHT - 1].result()
         self.pending = values[full:].copy()
 
-    def finish(self) -> tuple[bytes, np.ndarray]:
+    def finish(self) -> tuple[Buffer, np.ndarray]:
+        """The packed column: its blocks back to back and where each ends. The slabs' parts are
+        copied into one untouched mapping and each let go as soon as it is copied — joining them
+        held every part and the whole column at once (67 MB more at the end of a 45M-token merge)."""
         if self.pending.size:
             self.parts.append(self.pool.submit(pack_column, self.pending, self.delta))
-        data: list[bytes] = []
+        results: list[tuple[bytes, np.ndarray] | None] = [part.result() for part in self.parts]
+        self.parts = []
+        total = sum(len(result[0]) for result in results if result is not None)
+        data = _untouched_array(total, np.uint8)
         ends: list[np.ndarray] = []
         offset = 0
-        for part in self.parts:
-            block_data, block_ends = part.result()
-            data.append(block_data)
+        for index, result in enumerate(results):
+            assert result is not None
+            results[index] = None
+            block_data, block_ends = result
+            del result
+            data[offset:offset + len(block_data)] = np.frombuffer(block_data, dtype=np.uint8)
             ends.append(block_ends + np.uint64(offset))
             offset += len(block_data)
-        return b"".join(data), np.concatenate(ends) if ends else np.empty(0, dtype=np.uint64)
+            del block_data
+        return data.data, np.concatenate(ends) if ends else np.empty(0, dtype=np.uint64)
 
 
 def _merge_packed(chunks: list[_Chunk], terms: np.ndarray, starts: np.ndarray, slots: list[np.ndarray],

@@ -257,3 +257,25 @@ def test_large_lazy_columns_get_ordinary_pages_of_their_own(monkeypatch: pytest.
     assert column.whole().tolist() == values.tolist()
     small = LazyColumn(*pack_column(values[:100], False), 100, np.uint32, False)
     assert not mapped(small.values)
+
+
+def test_packed_merges_are_saved_and_reopened_by_a_durable_engine(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A merge's packed columns (one untouched mapping, handed on as a view) go through a real
+    snapshot file and come back the same."""
+    from roarsearch import Engine
+
+    batches = _batches(4, 300)
+    raw = Index()
+    for batch in batches:
+        raw.add_records(batch)
+    monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", 7)
+    monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 50)
+    monkeypatch.setattr(postings_module, "PACKED_SLAB_TOKENS", 13)
+    monkeypatch.setattr(postings_module, "PACK_POSITIONS_TOKENS", 300)
+    with Engine(str(tmp_path)) as engine:
+        for batch in batches:
+            engine.add_records("c", batch)
+        chunks = engine._collections["c"].index.postings["title"]._chunks
+        assert any(chunk.packed is not None for chunk in chunks)
+    with Engine(str(tmp_path)) as engine:
+        assert answers(engine._collections["c"].index) == answers(raw)
