@@ -198,14 +198,22 @@ def encode_with_blobs(state: Any, placements: dict[int, int] | None = None) -> I
         rest.append(pending)
     yield BLOB_MAGIC + struct.pack("<Q", blobs.size)
     mapped_bytes = 0
+    # Every mapping read since the last drop: records come from one old snapshot or from many
+    # spill-file mappings (one per batch), and dropping only the latest left the others resident.
+    touched: dict[int, mmap.mmap] = {}
     for view in blobs.views:
         yield view
         source = getattr(view, "obj", None)  # a memoryview's exporter; bytes have none
         if isinstance(source, mmap.mmap):
+            touched[id(source)] = source
             mapped_bytes += len(view)
             if mapped_bytes >= CHECK_SLICE_BYTES:
-                _drop_mapped_pages(source)
+                for mapping in touched.values():
+                    _drop_mapped_pages(mapping)
+                touched.clear()
                 mapped_bytes = 0
+    for mapping in touched.values():
+        _drop_mapped_pages(mapping)
     yield from rest
 
 

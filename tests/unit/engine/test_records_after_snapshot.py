@@ -76,3 +76,19 @@ def test_rewriting_a_snapshot_drops_the_mapped_pages_it_read(tmp_path: Path, mon
         snapshot(engine, "c")
         assert dropped and all(isinstance(mapping, mmap.mmap) for mapping in dropped)
         assert engine.get_records("c", [0, 2999, 3009])[1] == records(2999, 1)[0]
+
+
+def test_a_snapshot_drops_the_pages_of_every_spill_mapping_it_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records added since the last snapshot sit in one spill-file mapping per batch: writing them
+    into the snapshot lets go of every one of those mappings' pages, not only the last one read."""
+    dropped: list[mmap.mmap] = []
+    original = snapshot_module._drop_mapped_pages
+    monkeypatch.setattr(snapshot_module, "CHECK_SLICE_BYTES", 1 << 20)  # more than one batch's parts
+    monkeypatch.setattr(snapshot_module, "_drop_mapped_pages", lambda mapping: (dropped.append(mapping), original(mapping)))
+    with Engine(tmp_path) as engine:
+        for first in range(0, 3000, 500):
+            engine.add_records("c", records(first, 500))
+        spilled = {id(part.obj) for part in engine._collection("c").index.docs._packed}
+        assert len(spilled) == 6  # one mapping per batch
+        snapshot(engine, "c")
+        assert spilled <= {id(mapping) for mapping in dropped}
