@@ -206,6 +206,15 @@ def _batches(seed: int, count: int) -> list[list[dict[str, Any]]]:
     return batches
 
 
+def _pack_tiny_merges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thresholds made tiny: merges of a few hundred tokens write docs and positions packed, in
+    blocks of 7 values and slabs of 13 tokens."""
+    monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", 7)
+    monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 50)
+    monkeypatch.setattr(postings_module, "PACKED_SLAB_TOKENS", 13)
+    monkeypatch.setattr(postings_module, "PACK_POSITIONS_TOKENS", 300)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_merges_written_packed_answer_like_raw_ones(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     """Merges big enough to write their docs compressed (thresholds made tiny here) give the same tokens,
@@ -216,10 +225,7 @@ def test_merges_written_packed_answer_like_raw_ones(monkeypatch: pytest.MonkeyPa
     raw = Index()
     for batch in batches:
         raw.add_records(batch)
-    monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", 7)
-    monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 50)
-    monkeypatch.setattr(postings_module, "PACKED_SLAB_TOKENS", 13)
-    monkeypatch.setattr(postings_module, "PACK_POSITIONS_TOKENS", 300)
+    _pack_tiny_merges(monkeypatch)
     packed = Index()
     for batch in batches:
         packed.add_records(batch)
@@ -268,10 +274,7 @@ def test_packed_merges_are_saved_and_reopened_by_a_durable_engine(tmp_path, monk
     raw = Index()
     for batch in batches:
         raw.add_records(batch)
-    monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", 7)
-    monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 50)
-    monkeypatch.setattr(postings_module, "PACKED_SLAB_TOKENS", 13)
-    monkeypatch.setattr(postings_module, "PACK_POSITIONS_TOKENS", 300)
+    _pack_tiny_merges(monkeypatch)
     with Engine(str(tmp_path)) as engine:
         for batch in batches:
             engine.add_records("c", batch)
