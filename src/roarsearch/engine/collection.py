@@ -190,11 +190,15 @@ class Collection:
         worker = AnalysisWorker()
         added = 0
 
+        def take_analysis(batch: list[Any]) -> None:
+            if batch[3]:  # sent to the worker and not taken back yet
+                batch[2].analysed = worker.result()
+                batch[3] = False
+
         def write(batch: list[Any]) -> None:
             nonlocal added
-            records, packed, ahead, sent = batch
-            if sent:
-                ahead.analysed = worker.result()
+            take_analysis(batch)
+            records, packed, ahead, _sent = batch
             self._write_locked({"op": "add", "records": records}, packed, ahead)
             added += len(records)
 
@@ -215,9 +219,8 @@ class Collection:
                         if pending is not None:
                             write(pending)
                         raise
-                    if pending is not None and pending[3]:  # the worker takes one batch at a time
-                        pending[2].analysed = worker.result()
-                        pending[3] = False
+                    if pending is not None:  # the worker takes one batch at a time
+                        take_analysis(pending)
                     texts = ahead.texts()
                     sent = sum(map(len, texts.values())) >= WORKER_MIN_VALUES and worker.submit(texts)
                     del texts
@@ -310,7 +313,7 @@ class Collection:
         orders a reopen would otherwise compute (numeric sort orders) are saved only if known."""
         assert self.store is not None
         with merges_held(), self.lock.reading():  # searches go on; writers wait on write_mutex
-            self.merges_saved = sum(postings.merges for postings in list(self.index.postings.values()))
+            self.merges_saved = self.index.merges_landed()
             state = index_to_state(self.index, sort_orders=final)
             if not self.settings.is_default:  # older snapshots lack the key: default settings
                 state["settings"] = self.settings.to_dict()

@@ -44,18 +44,15 @@ MAX_VALUE_LENGTH = 256
 AUTO_VALUE_LIMIT = 65_536
 
 
-def _ascending(docs: np.ndarray) -> bool:
-    return docs.size < 2 or bool((docs[1:] > docs[:-1]).all())
-
-
-def _first_of_each_doc(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct docs, index of each one's first entry): for docs in doc order (the writer's), where
-    each doc's run starts, in one pass; otherwise ``np.unique`` (a sort)."""
+def _first_of_each_doc(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(distinct docs, index of each one's first entry, whether ``docs`` were in doc order): for
+    docs in doc order (the writer's), where each doc's run starts, in one pass; otherwise
+    ``np.unique`` (a sort)."""
     if docs.size < 2 or bool((docs[1:] >= docs[:-1]).all()):
         starts = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
-        return docs[starts], starts
-    found: tuple[np.ndarray, np.ndarray] = np.unique(docs, return_index=True)
-    return found
+        return docs[starts], starts, True
+    first_docs, first_index = np.unique(docs, return_index=True)
+    return first_docs, first_index, False
 
 
 def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
@@ -113,7 +110,7 @@ class NumericColumn:
         np.fmin.at(self.minimum.data, docs, values)
         np.fmax.at(self.maximum.data, docs, values)
         self.first.ensure(top)
-        first_docs, first_index = _first_of_each_doc(docs)
+        first_docs, first_index, _in_order = _first_of_each_doc(docs)
         self.first.data[first_docs] = values[first_index]
         self.docs |= bitmap_from_array(docs)
 
@@ -307,11 +304,11 @@ class ValueColumn:
         if docs.size == 0:
             return
         # The first value of each doc in element order (grouping uses an array's first element).
-        first_docs, first_index = _first_of_each_doc(docs)
+        first_docs, first_index, in_order = _first_of_each_doc(docs)
         top = int(first_docs[-1]) + 1
         self.first.ensure(top)
         self.first.data[first_docs] = value_ids[first_index]
-        if first_docs.size == docs.size and _ascending(docs):  # one value per doc: the pairs are in order
+        if in_order and first_docs.size == docs.size:  # one value per doc, in doc order: the pairs are sorted
             docs, value_ids = docs.astype(np.uint32), value_ids.astype(np.uint32)
         else:
             # Distinct (doc, value) pairs in (doc, value) order: one sort of the pairs packed in a

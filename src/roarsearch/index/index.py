@@ -105,12 +105,16 @@ class Index:
         """Whether a background postings merge is queued or running for some field."""
         return any(postings.merging for postings in list(self.postings.values()))
 
+    def merges_landed(self) -> int:
+        """Background postings merges landed in all fields (a state saved at a smaller count holds
+        chunks merged since)."""
+        return sum(postings.merges for postings in list(self.postings.values()))
+
     def wait_for_merges(self) -> int:
-        """Wait for the fields' background postings merges; returns how many have landed in all
-        (a state saved at a smaller count holds chunks merged since)."""
+        """Wait for the fields' background postings merges; returns :meth:`merges_landed`."""
         for postings in list(self.postings.values()):
             postings.wait_for_merges()
-        return sum(postings.merges for postings in list(self.postings.values()))
+        return self.merges_landed()
 
     def note_text_fields(self, paths: list[str]) -> None:
         known = set(self._text_fields)

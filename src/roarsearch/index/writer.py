@@ -306,7 +306,7 @@ def _prepare_fields(index: Index, records: list[dict[str, Any]], ahead: Collecte
         ids = term_ids[offset:offset + len(terms)]
         offset += len(terms)
         docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
-        positions = token_position.astype(np.int64) + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
+        positions = token_position + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
         field_postings = index.postings.get(path)
         if field_postings is None:  # a new field: installed by the commit
             field_postings = FieldPostings()
