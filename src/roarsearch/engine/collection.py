@@ -42,7 +42,7 @@ from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
 from roarsearch.ranking.highlight import Highlighter
 from roarsearch.ranking.ranker import Ranker
-from roarsearch.schema import project
+from roarsearch.schema import ValidatedBatch, project
 from roarsearch.storage.store import CollectionStore
 
 log = logging.getLogger("roarsearch.engine")
@@ -178,7 +178,7 @@ class Collection:
         with self.write_mutex:
             return self._write_locked(payload, packed_records)
 
-    def write_adds(self, batches: Iterable[tuple[list[dict[str, Any]], list[bytes]]]) -> int:
+    def write_adds(self, batches: Iterable[ValidatedBatch]) -> int:
         """Add validated batches one after another, each as :meth:`write` would (logged, applied
         whole or not at all), holding ``write_mutex`` throughout; returns the records added.
 
@@ -212,9 +212,10 @@ class Collection:
                         item = next(iterator, None)
                         if item is None:
                             break
-                        records, packed = item
+                        records, packed, by_column = item
                         start = self.index.docs.next_doc + (len(pending[0]) if pending is not None else 0)
-                        ahead = self.index.collect_add(records, start)
+                        ahead = self.index.collect_add(records, start, by_column)
+                        del by_column
                     except BaseException:
                         if pending is not None:
                             write(pending)

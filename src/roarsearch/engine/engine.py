@@ -33,7 +33,7 @@ from roarsearch.index.state import index_from_state
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import settings_from_dict
-from roarsearch.schema import check_record_id, check_unicode, preview, validate_and_pack_records
+from roarsearch.schema import ValidatedBatch, check_record_id, check_unicode, preview, validate_and_pack_records
 from roarsearch.storage.fs import FileSystem
 from roarsearch.storage.store import DataDirectory
 
@@ -310,7 +310,7 @@ class Engine:
         index and field; nothing of the batch is applied then.
         """
         check_collection_id(collection, "collectionId")
-        batch, packed = validate_and_pack_records(records)
+        batch, packed, _ = validate_and_pack_records(records)
         target = self._collection(collection, create=True)
         target.write({"op": "add", "records": batch}, packed)
         return {"status": 201}
@@ -328,10 +328,10 @@ class Engine:
         """
         check_collection_id(collection, "collectionId")
 
-        def validated() -> Iterator[tuple[list[dict[str, Any]], list[bytes]]]:
+        def validated() -> Iterator[ValidatedBatch]:
             for number, records in enumerate(batches):
-                try:
-                    yield validate_and_pack_records(records)
+                try:  # read field by field: the columns validated are those the index collects
+                    yield validate_and_pack_records(records, columns=True)
                 except BadRequestError as error:
                     raise BadRequestError(f"batches[{number}].{error.data} (batches before it were added)",
                                           field=error.field) from None

@@ -30,6 +30,7 @@ from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.geo import GeoColumn
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
+from roarsearch.schema import RecordColumns
 
 #: Unions of many postings (prefixes, wide typo expansions) kept between writes.
 WORD_UNION_CACHE_SIZE = 4096
@@ -78,9 +79,11 @@ class Index:
         """``payloads``: the records already encoded by :func:`~roarsearch.index.docstore.pack_records`."""
         writer.add_records(self, records, payloads)
 
-    def collect_add(self, records: list[dict[str, Any]], start: int) -> writer.CollectedAdd:
-        """An add batch's leaves for docs from ``start``, collected ahead (see :meth:`prepare_add`)."""
-        return writer.collect_add(self, records, start)
+    def collect_add(self, records: list[dict[str, Any]], start: int,
+                    by_column: RecordColumns | None = None) -> writer.CollectedAdd:
+        """An add batch's leaves for docs from ``start``, collected ahead (see :meth:`prepare_add`);
+        ``by_column``: the batch as validation read it."""
+        return writer.collect_add(self, records, start, by_column)
 
     def prepare_add(self, records: list[dict[str, Any]], payloads: list[bytes] | None = None,
                     ahead: writer.CollectedAdd | None = None) -> writer.PreparedAdd:

@@ -48,8 +48,11 @@ from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, union_all
 
 log = logging.getLogger("roarsearch")
 
-#: The newest two chunks are merged while the older holds at most this many times the newer's
-#: tokens: chunk sizes then grow geometrically (O(log n) chunks, each token rewritten a few times).
+#: The newest :data:`MERGE_FACTOR` chunks are merged into one while the oldest of them holds at
+#: most :data:`MERGE_RATIO` times the newest's tokens: chunk sizes then grow geometrically, by about
+#: MERGE_FACTOR per tier (under MERGE_FACTOR chunks per tier, O(log n) tiers) and each token is
+#: rewritten once per tier — log4 of the number of batches, half the rewrites of pairwise merging.
+MERGE_FACTOR = 4
 MERGE_RATIO = 2
 #: A merge whose result holds at least this many tokens runs in the background merge thread (the
 #: other core: its numpy scatters and block compression release the GIL) instead of inside the add that
@@ -546,9 +549,10 @@ def _with_chunk(chunks: list[_Chunk], chunk: _Chunk, busy: frozenset[int] = froz
     chunk in ``busy`` (ids of chunks a background merge is reading), are left to
     :func:`_due_merge`."""
     merged = chunks + [chunk]
-    while (len(merged) > 1 and merged[-2].size <= MERGE_RATIO * merged[-1].size
-           and merged[-2].size + merged[-1].size < BACKGROUND_MERGE_TOKENS and id(merged[-2]) not in busy):
-        merged[-2:] = [merge_chunks(merged[-2:])]
+    while (len(merged) >= MERGE_FACTOR and merged[-MERGE_FACTOR].size <= MERGE_RATIO * merged[-1].size
+           and sum(part.size for part in merged[-MERGE_FACTOR:]) < BACKGROUND_MERGE_TOKENS
+           and not any(id(part) in busy for part in merged[-MERGE_FACTOR:])):
+        merged[-MERGE_FACTOR:] = [merge_chunks(merged[-MERGE_FACTOR:])]
     return merged
 
 
@@ -560,8 +564,9 @@ def _due_merge(chunks: list[_Chunk]) -> tuple[int, int] | None:
     runs: list[list[int]] = []  # [first chunk, tokens] of each merged group, oldest first
     for place, chunk in enumerate(chunks):
         runs.append([place, chunk.size])
-        while len(runs) > 1 and runs[-2][1] <= MERGE_RATIO * runs[-1][1]:
-            runs[-2][1] += runs.pop()[1]
+        while len(runs) >= MERGE_FACTOR and runs[-MERGE_FACTOR][1] <= MERGE_RATIO * runs[-1][1]:
+            runs[-MERGE_FACTOR][1] += sum(size for _, size in runs[-MERGE_FACTOR + 1:])
+            del runs[-MERGE_FACTOR + 1:]
     ends = [first for first, _ in runs[1:]] + [len(chunks)]
     for (first, _), end in zip(reversed(runs), reversed(ends)):
         if end - first > 1:

@@ -29,7 +29,7 @@ from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldCo
 from roarsearch.index.docstore import RecordId, compress_joined, compress_parts, joined_parts, pack_records
 from roarsearch.index.geo import extract_points
 from roarsearch.index.postings import FieldPostings, PostingsPlan
-from roarsearch.schema import GEO_FIELD, iter_leaves
+from roarsearch.schema import GEO_FIELD, RecordColumns, iter_leaves, record_columns
 
 if TYPE_CHECKING:
     from roarsearch.index.index import Index
@@ -219,13 +219,15 @@ class CollectedAdd:
         return {path: fields.texts for path, fields in self.by_field.items() if fields.texts}
 
 
-def collect_add(index: Index, records: list[dict[str, Any]], start: int | None = None) -> CollectedAdd:
+def collect_add(index: Index, records: list[dict[str, Any]], start: int | None = None,
+                by_column: RecordColumns | None = None) -> CollectedAdd:
     """The leaves of an add batch whose first record will be doc ``start`` (default: the next doc
-    id; a bulk add collects a batch before the one ahead of it is applied), field by field."""
+    id; a bulk add collects a batch before the one ahead of it is applied), field by field;
+    ``by_column``: the batch already read field by field (validation did)."""
     start = index.docs.next_doc if start is None else start
     new_docs = np.arange(start, start + len(records), dtype=np.uint32)
     value_fields = _ValuePolicy(index)
-    collected = _collect_columns(records, new_docs, value_fields)
+    collected = _collect_columns(records, new_docs, value_fields, by_column)
     if collected is None:
         by_field: dict[str, _BatchFields] = {}
         first_texts: list[str] = []
@@ -351,8 +353,8 @@ _FLAT_KINDS = frozenset((str, int, float, bool, list, type(None)))
 _NESTED_KINDS = frozenset((dict, list))
 
 
-def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
-                     value_fields: _ValuePolicy) -> tuple[dict[str, _BatchFields], list[str]] | None:
+def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_fields: _ValuePolicy,
+                     by_column: RecordColumns | None = None) -> tuple[dict[str, _BatchFields], list[str]] | None:
     """The leaves of a batch of flat records (top-level scalars and arrays of scalars, the common
     shape) collected field by field, a few C-level passes per field and none per record; None,
     having collected nothing, when some record has another shape (then the caller walks records).
@@ -360,12 +362,13 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray,
     A field whose values are all strings (or all numbers) is taken whole; any other field (arrays,
     mixed kinds) is walked value by value, still in doc order.
     """
-    keys = list(dict.fromkeys(chain.from_iterable(records)))
-    # Each field's values (None where a record lacks it) and their kinds, once: the shape check
-    # and the collection below both read them.
-    columns: list[list[Any]] = [list(map(dict.get, records, repeat(key))) for key in keys]
-    column_types = [list(map(type, values)) for values in columns]
-    column_kinds = [set(types) for types in column_types]
+    if by_column is None:
+        by_column = record_columns(records)
+        if by_column is None:
+            return None
+    # Each field's values (None where a record lacks it) and their kinds, once: validation, the
+    # shape check and the collection below all read them.
+    keys, columns, column_types, column_kinds = by_column
     for values, types, field_kinds in zip(columns, column_types, column_kinds):
         if not field_kinds <= _FLAT_KINDS:
             return None

@@ -163,10 +163,12 @@ def test_every_batch_is_collected_once_and_analysed_in_the_worker(monkeypatch: p
     real_analyze, real_collect = writer_module.analyze_fields, writer_module.collect_add
     monkeypatch.setattr(writer_module, "analyze_fields", lambda texts: inline.append("analyse") or real_analyze(texts))
 
-    def collect(index, records, start=None):  # type: ignore[no-untyped-def]
+    def collect(index, records, start=None, by_column=None):  # type: ignore[no-untyped-def]
         if start is None:
             inline.append("collect")
-        return real_collect(index, records, start)
+        if by_column is None:  # validation read the batch field by field: collecting reads the same
+            inline.append("columns read again")
+        return real_collect(index, records, start, by_column)
 
     monkeypatch.setattr(writer_module, "collect_add", collect)
     batches = [[{"id": n * 100 + i, "text": f"word{i} batch{n}", "n": i} for i in range(30)] for n in range(6)]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import roarsearch.index.postings as postings_module
 from roarsearch import Engine
-from roarsearch.index.postings import MERGE_RATIO, FieldPostings
+from roarsearch.index.postings import MERGE_FACTOR, MERGE_RATIO, FieldPostings
 
 
 def _batches(seed: int, count: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -56,9 +56,14 @@ def test_background_merges_keep_every_token(seed: int, count: int, threshold: in
     for term in range(12):
         assert _tokens(postings, term) == sorted(expected.get(term, []))
         assert sorted(postings.bitmap([term])) == sorted({doc for doc, _ in expected.get(term, [])})
-    sizes = [chunk.size for chunk in postings._chunks]
-    # Settled, the tier rule holds: each chunk more than MERGE_RATIO times the next.
-    assert all(older > MERGE_RATIO * newer for older, newer in zip(sizes, sizes[1:]))
+    assert settled([chunk.size for chunk in postings._chunks])
+
+
+def settled(sizes: list[int]) -> bool:
+    """Whether the tier rule holds: no MERGE_FACTOR chunks in a row of which the oldest holds at
+    most MERGE_RATIO times the newest's tokens (they would have been merged into one)."""
+    return all(sizes[place] > MERGE_RATIO * sizes[place + MERGE_FACTOR - 1]
+               for place in range(len(sizes) - MERGE_FACTOR + 1))
 
 
 def test_a_merge_whose_chunks_were_replaced_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,7 +99,6 @@ def test_close_waits_for_merges_and_saves_them(tmp_path, monkeypatch: pytest.Mon
             engine.add_records("docs", [{"id": i, "text": f"alpha beta w{i % 7}"} for i in range(first, first + 20)])
     with Engine(str(tmp_path)) as engine:
         chunks = engine._collections["docs"].index.postings["text"]._chunks
-        sizes = [chunk.size for chunk in chunks]
-        assert all(older > MERGE_RATIO * newer for older, newer in zip(sizes, sizes[1:]))
+        assert settled([chunk.size for chunk in chunks])
         found = engine.search({"collection": "docs", "query": "w3", "count": 100})
         assert sorted(hit["id"] for hit in found["results"]) == [i for i in range(400) if i % 7 == 3]
