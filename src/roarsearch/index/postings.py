@@ -8,7 +8,8 @@ derived from them on demand.
 
 Ingest cost is a few numpy calls per batch: the batch's tokens are sorted by term once (a
 stable sort, so docs stay ascending within a term) and appended as one chunk. Chunks are merged
-in tiers (the newest two whenever the older is at most :data:`MERGE_RATIO` times the newer), so
+in tiers (the newest :data:`MERGE_FACTOR` into one whenever the oldest of them holds at most
+:data:`MERGE_RATIO` times the newest's tokens, as tantivy's log merge policy does), so
 there are O(log n) chunks and each token is rewritten a few times in all, not once per batch; a
 merge is a scatter into place (terms of the later chunk go after those of the earlier one, as
 chunks are in doc order), done in slabs so that its temporary index arrays stay small. No
@@ -558,8 +559,8 @@ def _with_chunk(chunks: list[_Chunk], chunk: _Chunk, busy: frozenset[int] = froz
 
 def _due_merge(chunks: list[_Chunk]) -> tuple[int, int] | None:
     """The newest run of chunks (``chunks[lo:hi]``) that the tier rule would have merged into one
-    had the chunks come one by one (the newest two while the older holds at most
-    :data:`MERGE_RATIO` times the newer's tokens, repeatedly); None when the tiers are settled.
+    had the chunks come one by one (the newest MERGE_FACTOR while the oldest of them holds at most
+    :data:`MERGE_RATIO` times the newest's tokens, repeatedly); None when the tiers are settled.
     Background merges leave runs anywhere, not only at the end: adds append meanwhile."""
     runs: list[list[int]] = []  # [first chunk, tokens] of each merged group, oldest first
     for place, chunk in enumerate(chunks):
