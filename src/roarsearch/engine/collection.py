@@ -215,7 +215,7 @@ class Collection:
                         records, packed, by_column = item
                         start = self.index.docs.next_doc + (len(pending[0]) if pending is not None else 0)
                         ahead = self.index.collect_add(records, start, by_column)
-                        del by_column
+                        del item, by_column  # the batch's columns, read: not held while the batch waits
                     except BaseException:
                         if pending is not None:
                             write(pending)
