@@ -5,13 +5,21 @@ Owns: the helper's life (started on first use as ``python -m roarsearch.analysis
 through ``multiprocessing``, which would re-run the caller's main module) and the exchange with
 it: one request at a time, each a length-prefixed pickle over its stdin and stdout pipes.
 
+It also maps each batch's distinct terms to the writer's term ids, from a copy of the lexicon
+(a *mirror*: term → id) that each request brings up to date with the terms added since the last
+one: on a large batch those dictionary lookups are the writer's biggest single step, and here
+they run on the other core. Terms the mirror does not hold yet (added by the batch being written
+meanwhile, or past :data:`MIRROR_MAX_TERMS`) come back as -1 and are looked up by the writer.
+
 Invariants:
 - the helper runs :func:`analyze_fields`, the very function the writer runs inline, so a batch
   analysed there indexes exactly as one analysed here;
+- the mirror is a prefix of the lexicon it copies (the lexicon only ever appends terms, and each
+  request sends the next terms in id order), so every id it gives is the lexicon's id;
 - it is only ever an accelerator: if it cannot start, dies or fails on a batch, that batch is
   analysed inline (``result`` returns None) and the helper is not used again;
-- it holds nothing between requests, and exits when its stdin closes (``close``, or this
-  process's exit).
+- it holds nothing between requests but the mirror, and exits when its stdin closes (``close``,
+  or this process's exit).
 """
 
 from __future__ import annotations
@@ -24,7 +32,9 @@ import select
 import struct
 import subprocess
 import sys
-from typing import IO, Any
+from collections.abc import Sequence
+from itertools import repeat
+from typing import IO, Any, Protocol
 
 import msgpack
 import numpy as np
@@ -42,6 +52,22 @@ _SET_PIPE_SIZE = 1031
 _PIPE_BYTES = 1 << 20
 #: How long closing waits for the helper's last word and exit before killing it.
 CLOSE_TIMEOUT_S = 10
+#: The mirror copies at most this many terms (~60 MB in the helper): ids are given in order of
+#: first appearance, so the terms it leaves out are the rarest, which the writer looks up itself.
+MIRROR_MAX_TERMS = 1 << 19
+
+
+class TermSource(Protocol):
+    """What the mirror copies (``index.Lexicon``): terms by id, only ever appended to."""
+
+    def __len__(self) -> int: ...
+
+    def terms_since(self, first: int, last: int) -> list[str]: ...
+
+
+#: A batch's analysis as the helper returns it: each field's tokens, and (when it mirrors a
+#: lexicon) each field's distinct terms' ids in that lexicon, -1 for a term it does not hold.
+WorkerResult = tuple[dict[str, Analysed], dict[str, np.ndarray] | None]
 
 
 def _narrowed(analysed: dict[str, Analysed]) -> dict[str, Analysed]:
@@ -100,11 +126,23 @@ class AnalysisWorker:
         self._process: subprocess.Popen[bytes] | None = None
         self._failed = False
         self._waiting = False
+        #: The lexicon the helper's mirror copies, and how many of its terms it holds.
+        self._mirrored: TermSource | None = None
+        self._mirrored_terms = 0
 
-    def submit(self, texts_by_field: dict[str, list[str]]) -> bool:
-        """Send a batch to analyse; False (nothing sent) when the helper is not available."""
+    def submit(self, texts_by_field: dict[str, list[str]], lexicon: TermSource | None = None) -> bool:
+        """Send a batch to analyse (and, with ``lexicon``, to map to its term ids); False (nothing
+        sent) when the helper is not available."""
         if self._failed or self._waiting:
             return False
+        mirror: tuple[int, list[str]] | None = None
+        if lexicon is not None:
+            if lexicon is not self._mirrored or len(lexicon) < self._mirrored_terms:  # another lexicon: copy anew
+                self._mirrored, self._mirrored_terms = lexicon, 0
+            upto = min(len(lexicon), MIRROR_MAX_TERMS)
+            first = self._mirrored_terms
+            mirror = (first, lexicon.terms_since(first, upto) if upto > first else [])
+            self._mirrored_terms = max(upto, first)
         try:
             if self._process is None:
                 self._process = subprocess.Popen(
@@ -115,14 +153,14 @@ class AnalysisWorker:
                 _widen_pipe(self._process.stdout)
             assert self._process.stdin is not None
             # Texts go as msgpack (twice as fast as pickling 10,000 strings), replies as pickles (arrays).
-            _send_bytes(self._process.stdin, msgpack.packb(texts_by_field))
+            _send_bytes(self._process.stdin, msgpack.packb((texts_by_field, mirror)))
         except (OSError, ValueError) as error:
             self._give_up(f"cannot start or reach the analysis worker: {error}")
             return False
         self._waiting = True
         return True
 
-    def result(self) -> dict[str, Analysed] | None:
+    def result(self) -> WorkerResult | None:
         """The submitted batch's analysis; None when the helper failed (analyse inline then)."""
         if not self._waiting or self._process is None:
             return None
@@ -133,12 +171,13 @@ class AnalysisWorker:
         except (OSError, EOFError, pickle.UnpicklingError) as error:
             self._give_up(f"analysis worker failed: {error}")
             return None
-        if isinstance(reply, str):  # the helper's own error: it goes on, this batch is redone here
+        if isinstance(reply, str):  # the helper's own error: this batch is redone here, its mirror copied anew
             log.warning("analysis worker could not analyse a batch (analysed inline): %s", reply)
+            self._mirrored, self._mirrored_terms = None, 0
             return None
-        analysed: dict[str, Analysed] = reply[0]
-        _record_peak(int(reply[1]))
-        return analysed
+        analysed, peak_kib, term_ids = reply
+        _record_peak(int(peak_kib))
+        return analysed, term_ids
 
     def _give_up(self, reason: str) -> None:
         log.warning("%s; analysing inline from now on", reason)
@@ -188,21 +227,50 @@ def _own_peak_kib() -> int:
         return 0
 
 
+class TermMirror:
+    """The helper's copy of a lexicon's first terms: term → id."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def extend(self, first: int, terms: Sequence[str]) -> None:
+        """Hold ``terms`` as ids ``first``, ``first + 1``, …: the next ones (``first`` 0: anew)."""
+        if first == 0:
+            self.ids = {}
+        elif first != len(self.ids):
+            held, self.ids = len(self.ids), {}  # out of step: emptied (the caller copies anew), never a wrong id
+            raise ValueError(f"term mirror holds {held} terms, was sent terms from id {first}")
+        self.ids.update(zip(terms, range(first, first + len(terms))))
+
+    def term_ids(self, analysed: dict[str, Analysed]) -> dict[str, np.ndarray]:
+        """Each field's distinct terms' ids (int64; -1 for a term not held)."""
+        get = self.ids.get
+        return {path: np.fromiter(map(get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
+                for path, (terms, _token_terms, _value_index, _position) in analysed.items()}
+
+
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     """The helper's loop: analyse each request until the pipe closes."""
+    mirror = TermMirror()
     while True:
         try:
-            texts_by_field = msgpack.unpackb(_receive_bytes(requests))
+            texts_by_field, mirrored = msgpack.unpackb(_receive_bytes(requests))
         except EOFError:  # the caller closed the pipe: say the peak, then exit
             with contextlib.suppress(OSError, ValueError):
                 _send(replies, _own_peak_kib())
             return
         try:
-            reply: Any = (_narrowed(analyze_fields(texts_by_field)), _own_peak_kib())
+            analysed = analyze_fields(texts_by_field)
+            term_ids = None
+            if mirrored is not None:
+                mirror.extend(*mirrored)
+                term_ids = mirror.term_ids(analysed)
+            reply: Any = (_narrowed(analysed), _own_peak_kib(), term_ids)
+            del analysed, term_ids
         except Exception as error:  # reported back; the batch is analysed by the caller instead
             reply = f"{type(error).__name__}: {error}"
         _send(replies, reply)
-        del texts_by_field, reply
+        del texts_by_field, mirrored, reply
 
 
 if __name__ == "__main__":

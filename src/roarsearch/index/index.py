@@ -113,6 +113,11 @@ class Index:
         chunks merged since)."""
         return sum(postings.merges for postings in list(self.postings.values()))
 
+    def settle_postings(self) -> None:
+        """Merge each field's postings into one chunk in the background (after a bulk load)."""
+        for postings in list(self.postings.values()):
+            postings.settle()
+
     def wait_for_merges(self) -> int:
         """Wait for the fields' background postings merges; returns :meth:`merges_landed`."""
         for postings in list(self.postings.values()):

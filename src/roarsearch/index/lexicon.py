@@ -257,13 +257,25 @@ class Lexicon:
         self.add_planned(new_terms, first_new)
         return ids
 
-    def plan_ids(self, terms: list[str]) -> tuple[np.ndarray, list[str], int]:
+    def plan_ids(self, terms: list[str], known: np.ndarray | None = None) -> tuple[np.ndarray, list[str], int]:
         """The ids :meth:`intern_many` would give ``terms``, assigning none: ``(ids, new terms in id
         order, first new id)``. A write plans while searches run, then :meth:`add_planned` (no
-        other intern in between)."""
-        found = np.fromiter(map(self._id_map().get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
-        missing = np.flatnonzero(found < 0)
+        other intern in between).
+
+        ``known``: ids of ``terms`` already looked up in a copy of this lexicon's first terms (the
+        analysis worker's mirror; -1 where the copy did not hold the term), so that only the
+        others are looked up here.
+        """
         first_new = len(self._terms)
+        if known is not None and known.size == len(terms) and (not known.size or int(known.max()) < first_new):
+            found = known.astype(np.int64)  # a copy: the misses are filled in below
+            unknown = np.flatnonzero(found < 0)
+            if unknown.size:
+                found[unknown] = np.fromiter(map(self._id_map().get, map(terms.__getitem__, unknown.tolist()), repeat(-1)),
+                                             dtype=np.int64, count=unknown.size)
+        else:
+            found = np.fromiter(map(self._id_map().get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
+        missing = np.flatnonzero(found < 0)
         if not missing.size:
             return found.astype(np.uint32), [], first_new
         missing_terms = list(map(terms.__getitem__, missing.tolist()))
@@ -306,6 +318,11 @@ class Lexicon:
     def terms(self) -> list[str]:
         """Every term, by id (a copy)."""
         return list(self._terms)
+
+    def terms_since(self, first: int, last: int) -> list[str]:
+        """Terms of ids ``first`` to ``last`` (excluded), in id order: what the analysis worker's
+        mirror of this lexicon lacks (ids never change, so a copy of the first ones stays right)."""
+        return self._terms[first:last]
 
     @classmethod
     def from_terms(cls, terms: list[str]) -> Lexicon:

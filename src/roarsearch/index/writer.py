@@ -206,13 +206,16 @@ class CollectedAdd:
     in the analysis worker) its text fields' tokens: :func:`prepare_add`'s first steps, which a
     bulk add does for the next batch while the current one is applied."""
 
-    __slots__ = ("start", "by_field", "first_texts", "analysed")
+    __slots__ = ("start", "by_field", "first_texts", "analysed", "term_ids")
 
     def __init__(self, start: int, by_field: dict[str, _BatchFields], first_texts: list[str]) -> None:
         self.start = start
         self.by_field = by_field
         self.first_texts = first_texts
         self.analysed: dict[str, Analysed] | None = None
+        #: Per field, its distinct terms' ids as the analysis worker's copy of the lexicon gave
+        #: them (-1: not in the copy); None when analysed without one.
+        self.term_ids: dict[str, np.ndarray] | None = None
 
     def texts(self) -> dict[str, list[str]]:
         """Each text field's values, to analyse (:func:`~roarsearch.analysis.worker.analyze_fields`)."""
@@ -292,15 +295,17 @@ def _prepare_fields(index: Index, records: list[dict[str, Any]], ahead: Collecte
         ahead = collect_add(index, records)
     elif _values_changed(index, ahead.by_field):
         # Collected again for the values; the texts, and so their analysis, are the same.
-        analysed_ahead = ahead.analysed
+        analysed_ahead, term_ids_ahead = ahead.analysed, ahead.term_ids
         ahead = collect_add(index, records)
-        ahead.analysed = analysed_ahead
+        ahead.analysed, ahead.term_ids = analysed_ahead, term_ids_ahead
     by_field = ahead.by_field
     analysed = ahead.analysed if ahead.analysed is not None else analyze_fields(ahead.texts())
+    known = ahead.term_ids if ahead.analysed is not None else None
     # Term ids of every field's distinct terms at once, in field order: as interning field by
     # field would give them.
-    term_ids, new_terms, first_term = index.lexicon.plan_ids(list(chain.from_iterable(
-        terms for terms, _token_terms, _index, _position in analysed.values())))
+    term_ids, new_terms, first_term = index.lexicon.plan_ids(
+        list(chain.from_iterable(terms for terms, _token_terms, _index, _position in analysed.values())),
+        known=np.concatenate([known[path] for path in analysed]) if known is not None and analysed else None)
     postings: dict[str, PlannedPostings] = {}
     offset = 0
     for path, (terms, token_terms, value_index, token_position) in analysed.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -115,8 +116,8 @@ def test_a_worker_that_dies_leaves_the_load_to_analyse_inline(monkeypatch: pytes
     real_submit = worker_module.AnalysisWorker.submit
     submitted = []
 
-    def submit_then_kill(self: worker_module.AnalysisWorker, texts: dict) -> bool:
-        sent = real_submit(self, texts)
+    def submit_then_kill(self: worker_module.AnalysisWorker, texts: dict, lexicon: object = None) -> bool:
+        sent = real_submit(self, texts, lexicon)
         submitted.append(sent)
         if len(submitted) == 2 and self._process is not None:
             self._process.kill()  # mid-load: its reply never comes
@@ -144,10 +145,12 @@ def test_the_worker_analyses_as_the_writer_does() -> None:
     helper = worker_module.AnalysisWorker()
     try:
         assert helper.submit(texts)
-        analysed = helper.result()
+        result = helper.result()
     finally:
         helper.close()
-    assert analysed is not None and worker_module.peak_rss_mb() > 0
+    assert result is not None and worker_module.peak_rss_mb() > 0
+    analysed, term_ids = result
+    assert term_ids is None  # no lexicon to map to
     expected = worker_module.analyze_fields(texts)
     assert analysed.keys() == expected.keys()
     for path, (terms, token_terms, value_index, position) in expected.items():
@@ -184,3 +187,113 @@ def test_no_batch_or_a_bad_first_batch_creates_no_collection() -> None:
     with pytest.raises(BadRequestError):
         engine.add_batches("c", [[{"title": "no id"}]])
     assert engine.collection_names() == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(vocabulary=st.lists(st.sampled_from(WORDS + [f"w{n}" for n in range(40)]), unique=True, max_size=30),
+       copied=st.integers(0, 30), batch=st.lists(st.sampled_from(WORDS + [f"w{n}" for n in range(60)]), unique=True))
+def test_ids_from_a_copy_of_the_lexicon_plan_as_the_lexicon_does(vocabulary: list[str], copied: int,
+                                                                 batch: list[str]) -> None:
+    """Ids looked up in a mirror of the lexicon's first terms (the worker's), the misses looked up
+    here, are the ids the lexicon alone plans — however far behind the mirror is."""
+    from roarsearch.index.lexicon import Lexicon
+
+    lexicon = Lexicon()
+    lexicon.intern_many(vocabulary)
+    mirror = worker_module.TermMirror()
+    mirror.extend(0, lexicon.terms_since(0, min(copied, len(lexicon))))
+    known = mirror.term_ids({"f": (batch, None, None, None)})["f"]  # type: ignore[dict-item]
+    with_known, without = lexicon.plan_ids(batch, known=known), lexicon.plan_ids(batch)
+    assert with_known[0].tolist() == without[0].tolist() and with_known[1:] == without[1:]
+    # A copy claiming ids the lexicon has not given (never, by construction) is not trusted.
+    if batch:
+        wrong = np.full(len(batch), len(lexicon) + 5, dtype=np.int64)
+        assert lexicon.plan_ids(batch, known=wrong)[0].tolist() == without[0].tolist()
+
+
+def test_the_worker_maps_terms_to_the_lexicons_ids_as_it_grows() -> None:
+    from roarsearch.index.lexicon import Lexicon
+
+    lexicon, other = Lexicon(), Lexicon()
+    lexicon.intern_many(["alpha", "beta"])
+    other.intern_many(["zeta"])
+    helper = worker_module.AnalysisWorker()
+    try:
+        assert helper.submit({"t": ["beta gamma alpha"]}, lexicon)
+        result = helper.result()
+        assert result is not None and result[0]["t"][0] == ["beta", "gamma", "alpha"]
+        assert result[1] is not None and result[1]["t"].tolist() == [1, -1, 0]
+        lexicon.intern_many(["gamma", "delta"])  # the next request copies the terms added since
+        assert helper.submit({"t": ["delta gamma"], "u": ["zeta alpha"]}, lexicon)
+        result = helper.result()
+        assert result is not None and result[1] is not None
+        assert result[1]["t"].tolist() == [3, 2] and result[1]["u"].tolist() == [-1, 0]
+        assert helper.submit({"t": ["zeta alpha"]}, other)  # another lexicon: copied anew
+        result = helper.result()
+        assert result is not None and result[1] is not None and result[1]["t"].tolist() == [0, -1]
+    finally:
+        helper.close()
+
+
+def test_a_mirror_sent_out_of_step_is_emptied_never_used() -> None:
+    mirror = worker_module.TermMirror()
+    mirror.extend(0, ["a", "b"])
+    with pytest.raises(ValueError):
+        mirror.extend(5, ["c"])
+    assert mirror.term_ids({"f": (["a", "b"], None, None, None)})["f"].tolist() == [-1, -1]  # type: ignore[dict-item]
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 100_000), threshold=st.sampled_from([1, 30, 80]), cap=st.sampled_from([3, 1 << 19]))
+def test_a_bulk_add_onto_a_collection_uses_the_workers_ids_and_builds_the_same_index(
+        seed: int, threshold: int, cap: int) -> None:
+    """Onto records already there (the mirror starts as a copy of a whole lexicon), with some
+    batches too small for the worker (analysed here, so the mirror lags) and a mirror capped short:
+    the same index as one add per batch, and the worker's ids did spare lookups here."""
+    from roarsearch.index.lexicon import Lexicon
+
+    batches = _batches(seed, 6)
+    known_given = []
+    real_plan = Lexicon.plan_ids
+
+    def plan(self: Lexicon, terms: list[str], known: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+        known_given.append(known is not None and bool((known >= 0).any()))
+        return real_plan(self, terms, known)
+
+    original = (collection_module.WORKER_MIN_VALUES, worker_module.MIRROR_MAX_TERMS, Lexicon.plan_ids)
+    collection_module.WORKER_MIN_VALUES, worker_module.MIRROR_MAX_TERMS, Lexicon.plan_ids = threshold, cap, plan
+    try:
+        one_by_one, bulk = Engine(), Engine()
+        for engine in (one_by_one, bulk):
+            engine.add_records("c", [{"id": 0, "title": "alpha beta gamma"}, {"id": 1, "body": "delta zeta"}])
+        for batch in batches:
+            one_by_one.add_records("c", batch)
+        known_given.clear()
+        bulk.add_batches("c", iter(batches))
+    finally:
+        collection_module.WORKER_MIN_VALUES, worker_module.MIRROR_MAX_TERMS, Lexicon.plan_ids = original
+    assert compare_indexes(bulk._collections["c"].index, one_by_one._collections["c"].index) == []
+    assert _answers(bulk) == _answers(one_by_one)
+    if threshold == 1:  # every batch went to the worker, which held the lexicon's first terms
+        assert all(known_given)
+
+
+def test_a_first_load_ends_with_one_postings_chunk_per_field_and_a_small_one_keeps_its_tiers() -> None:
+    batches = _batches(21, 12)
+    bulk, one_by_one = Engine(), Engine()
+    bulk.add_batches("c", iter(batches))
+    for batch in batches:
+        one_by_one.add_records("c", batch)
+    index = bulk._collections["c"].index
+    index.wait_for_merges()
+    assert {path: len(postings._chunks) for path, postings in index.postings.items()} == dict.fromkeys(index.postings, 1)
+    assert max(len(postings._chunks) for postings in one_by_one._collections["c"].index.postings.values()) > 1
+    assert compare_indexes(index, one_by_one._collections["c"].index) == []
+    assert _answers(bulk) == _answers(one_by_one)
+    # A load of a few records onto many keeps the chunks it made (no rewrite of the whole field).
+    for batch in batches:
+        bulk.add_records("c", [{**record, "id": record["id"] + 20_000} for record in batch])
+    before = len(index.postings["title"]._chunks)
+    bulk.add_batches("c", [[{"id": 50_000, "title": "alpha"}], [{"id": 50_001, "title": "beta"}]])
+    index.wait_for_merges()
+    assert len(index.postings["title"]._chunks) >= before > 1
