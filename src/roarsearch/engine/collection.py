@@ -189,8 +189,9 @@ class Collection:
 
         Pipelined over two cores: while a batch is logged and applied here, the next one's texts
         are analysed, and their terms mapped to ids, in the analysis worker process
-        (``analysis.worker``). A load that makes up most of the collection ends by merging its
-        postings into one chunk per field, in the background (:data:`SETTLE_LOAD_SHARE`). An error raised by
+        (``analysis.worker``). Big postings merges wait for the load's end: a load that makes up
+        most of the collection then merges each field into one chunk, in the background
+        (:data:`SETTLE_LOAD_SHARE`); a smaller one lets the merges it left waiting run. An error raised by
         ``batches`` (a bad batch) comes after every batch before it was written, as a sequence of
         :meth:`write` calls would have left it.
         """
@@ -213,7 +214,9 @@ class Collection:
 
         # The batch read ahead: [records, packed, collected, sent to the worker].
         pending: list[Any] | None = None
+        settle = False
         with self.write_mutex:
+            self.index.begin_bulk_load()
             try:
                 iterator = iter(batches)
                 while True:
@@ -240,10 +243,10 @@ class Collection:
                     pending = [records, packed, ahead, sent]
                 if pending is not None:
                     write(pending)
-                if added and added >= SETTLE_LOAD_SHARE * len(self):
-                    self.index.settle_postings()
+                settle = bool(added) and added >= SETTLE_LOAD_SHARE * len(self)
             finally:
                 worker.close()
+                self.index.end_bulk_load(settle)
         return added
 
     def _write_locked(self, payload: dict[str, Any], packed_records: list[bytes] | None = None,

@@ -29,7 +29,7 @@ from roarsearch.index.columns import MAX_VALUE_LENGTH, RANGE_CHECK_THRESHOLD, Fi
 from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.geo import GeoColumn
 from roarsearch.index.lexicon import Lexicon
-from roarsearch.index.postings import FieldPostings
+from roarsearch.index.postings import BULK_LOAD_MERGE_TOKENS, FieldPostings
 from roarsearch.schema import RecordColumns
 
 #: Unions of many postings (prefixes, wide typo expansions) kept between writes.
@@ -52,6 +52,9 @@ class Index:
         self.docs = DocStore()
         self.lexicon = Lexicon()
         self.postings: dict[str, FieldPostings] = {}
+        #: While a bulk load runs: merges of more tokens than this wait for its end (every field's,
+        #: those it creates included).
+        self.bulk_merge_limit: int | None = None
         self.columns: dict[str, FieldColumns] = {}
         #: Records' ``_geo`` points by doc id (contract §9).
         self.geo = GeoColumn()
@@ -113,10 +116,23 @@ class Index:
         chunks merged since)."""
         return sum(postings.merges for postings in list(self.postings.values()))
 
-    def settle_postings(self) -> None:
-        """Merge each field's postings into one chunk in the background (after a bulk load)."""
+    def begin_bulk_load(self) -> None:
+        """Until :meth:`end_bulk_load`, leave big postings merges (more than
+        ``BULK_LOAD_MERGE_TOKENS``) for the load's end: a load that makes up the collection merges
+        everything once then, instead of rewriting each token once per tier on the way."""
+        self.bulk_merge_limit = BULK_LOAD_MERGE_TOKENS
         for postings in list(self.postings.values()):
-            postings.settle()
+            postings.merge_limit = BULK_LOAD_MERGE_TOKENS
+
+    def end_bulk_load(self, settle: bool) -> None:
+        """Merge each field's postings into one chunk in the background (``settle``: the load made
+        up most of the collection), or let the merges the load left waiting run."""
+        self.bulk_merge_limit = None
+        for postings in list(self.postings.values()):
+            if settle:
+                postings.settle()
+            else:
+                postings.resume_merges()
 
     def wait_for_merges(self) -> int:
         """Wait for the fields' background postings merges; returns :meth:`merges_landed`."""

@@ -60,6 +60,11 @@ MERGE_RATIO = 2
 #: made it due; smaller merges stay inline (a few milliseconds). Until it lands, readers see the
 #: chunks it merges, unchanged.
 BACKGROUND_MERGE_TOKENS = 1 << 20
+#: During a bulk load, merges of more tokens than this wait for the load's end, which merges each
+#: field into one chunk (or lets them run): a top-tier merge just before the end's would rewrite
+#: the same tokens twice. The load's searches meanwhile read more chunks. Not lower: the lower
+#: tiers left unmerged cost memory (2^22 added 100 MB to a 1M build's peak; 2^24 nothing).
+BULK_LOAD_MERGE_TOKENS = 1 << 24
 #: A merge scatters at most this many tokens per step (its temporary index array: 8 bytes each).
 MERGE_SLAB_TOKENS = 1 << 22
 #: A merge whose result holds at least this many tokens writes its docs compressed, as a snapshot
@@ -557,11 +562,12 @@ def _with_chunk(chunks: list[_Chunk], chunk: _Chunk, busy: frozenset[int] = froz
     return merged
 
 
-def _due_merge(chunks: list[_Chunk]) -> tuple[int, int] | None:
+def _due_merge(chunks: list[_Chunk], limit: int | None = None) -> tuple[int, int] | None:
     """The newest run of chunks (``chunks[lo:hi]``) that the tier rule would have merged into one
     had the chunks come one by one (the newest MERGE_FACTOR while the oldest of them holds at most
     :data:`MERGE_RATIO` times the newest's tokens, repeatedly); None when the tiers are settled.
-    Background merges leave runs anywhere, not only at the end: adds append meanwhile."""
+    Background merges leave runs anywhere, not only at the end: adds append meanwhile.
+    ``limit``: runs of more tokens than this are not due (a bulk load leaves them to its end)."""
     runs: list[list[int]] = []  # [first chunk, tokens] of each merged group, oldest first
     for place, chunk in enumerate(chunks):
         runs.append([place, chunk.size])
@@ -569,8 +575,8 @@ def _due_merge(chunks: list[_Chunk]) -> tuple[int, int] | None:
             runs[-MERGE_FACTOR][1] += sum(size for _, size in runs[-MERGE_FACTOR + 1:])
             del runs[-MERGE_FACTOR + 1:]
     ends = [first for first, _ in runs[1:]] + [len(chunks)]
-    for (first, _), end in zip(reversed(runs), reversed(ends)):
-        if end - first > 1:
+    for (first, tokens), end in zip(reversed(runs), reversed(ends)):
+        if end - first > 1 and (limit is None or tokens <= limit):
             return first, end
     return None
 
@@ -601,7 +607,8 @@ def _background(task: Callable[[], None]) -> Future[None]:
 class FieldPostings:
     """The postings and token positions of one field."""
 
-    __slots__ = ("terms", "docs", "_chunks", "_lock", "_absent", "_merging", "_busy", "merges", "_settle")
+    __slots__ = ("terms", "docs", "_chunks", "_lock", "_absent", "_merging", "_busy", "merges", "_settle",
+                 "merge_limit")
 
     def __init__(self) -> None:
         # Readers build term bitmaps and merge token chunks lazily, several at once.
@@ -621,6 +628,9 @@ class FieldPostings:
         self.merges = 0
         #: Whether the background merge is to merge every chunk into one (:meth:`settle`).
         self._settle = False
+        #: While a bulk load runs, merges of more tokens than this wait for its end
+        #: (:meth:`settle` merges everything once, or :meth:`resume_merges` lets them run).
+        self.merge_limit: int | None = None
 
     def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray, order: np.ndarray | None = None) -> None:
         """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field);
@@ -655,7 +665,7 @@ class FieldPostings:
             self.docs |= bitmap_from_array(docs)
             self._chunks = chunks  # replaced whole: a reader's list(...) stays consistent
             # What is still due after the inline merges is big, or waits for a running merge.
-            if self._merging is None and _due_merge(chunks) is not None:
+            if self._merging is None and _due_merge(chunks, self.merge_limit) is not None:
                 self._merging = _background(self._merge_in_background)
 
     def settle(self) -> None:
@@ -663,10 +673,18 @@ class FieldPostings:
         one chunk per field (multi-word and typo queries look up each word's positions in each
         chunk: a third faster on one). Adds and readers go on meanwhile, as for tier merges."""
         with self._lock:
+            self.merge_limit = None
             if len(self._chunks) <= 1:
                 return
             self._settle = True
             if self._merging is None:
+                self._merging = _background(self._merge_in_background)
+
+    def resume_merges(self) -> None:
+        """End a bulk load without :meth:`settle`: the merges it left waiting run now."""
+        with self._lock:
+            self.merge_limit = None
+            if self._merging is None and _due_merge(self._chunks) is not None:
                 self._merging = _background(self._merge_in_background)
 
     def _merge_in_background(self) -> None:
@@ -677,7 +695,7 @@ class FieldPostings:
         while True:
             with self._lock:
                 chunks = self._chunks
-                due = _due_merge(chunks)
+                due = _due_merge(chunks, self.merge_limit)
                 if self._settle:
                     self._settle = False
                     due = (0, len(chunks)) if len(chunks) > 1 else due

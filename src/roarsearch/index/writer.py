@@ -317,6 +317,7 @@ def _prepare_fields(index: Index, records: list[dict[str, Any]], ahead: Collecte
         field_postings = index.postings.get(path)
         if field_postings is None:  # a new field: installed by the commit
             field_postings = FieldPostings()
+            field_postings.merge_limit = index.bulk_merge_limit
         plan = field_postings.plan_add(docs, ids[token_terms], positions.astype(np.uint32),
                                        order=_term_order(ids, token_terms))
         if plan is not None:

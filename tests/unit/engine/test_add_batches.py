@@ -297,3 +297,49 @@ def test_a_first_load_ends_with_one_postings_chunk_per_field_and_a_small_one_kee
     bulk.add_batches("c", [[{"id": 50_000, "title": "alpha"}], [{"id": 50_001, "title": "beta"}]])
     index.wait_for_merges()
     assert len(index.postings["title"]._chunks) >= before > 1
+
+
+@pytest.mark.parametrize("onto", [0, 2000])
+def test_a_bulk_load_leaves_big_merges_to_its_end(monkeypatch: pytest.MonkeyPatch, onto: int) -> None:
+    """Merges above the load's limit wait (searches meanwhile read more chunks and answer the
+    same); at the end a first load merges each field into one chunk, and a load onto a larger
+    collection lets the waiting merges run until the tiers are settled."""
+    import roarsearch.index.index as index_module
+    import roarsearch.index.postings as postings_module
+
+    monkeypatch.setattr(postings_module, "BACKGROUND_MERGE_TOKENS", 16)
+    monkeypatch.setattr(index_module, "BULK_LOAD_MERGE_TOKENS", 64)
+    rng = random.Random(onto)
+    earlier = [[_record(rng, 100_000 + n * 40 + i) for i in range(40)] for n in range(onto // 40)]
+    batches = _batches(33, 24)
+    bulk, one_by_one = Engine(), Engine()
+    for batch in earlier:
+        bulk.add_records("c", batch)
+        one_by_one.add_records("c", batch)
+    most_chunks = []
+
+    def feed():  # type: ignore[no-untyped-def]
+        for number, batch in enumerate(batches):
+            yield batch
+            one_by_one.add_records("c", batch)
+            if number == 16:  # batches 0..15 written (16 waits ahead): the same answers as one add each
+                index = bulk._collections["c"].index
+                index.wait_for_merges()
+                most_chunks.append(max(len(postings._chunks) for postings in index.postings.values()))
+                expected = Engine()
+                for earlier_batch in earlier + batches[:16]:
+                    expected.add_records("c", earlier_batch)
+                assert _answers(bulk) == _answers(expected)
+
+    bulk.add_batches("c", feed())
+    index = bulk._collections["c"].index
+    index.wait_for_merges()
+    assert most_chunks[0] > max(len(postings._chunks) for postings in one_by_one._collections["c"].index.postings.values())
+    chunks = {path: len(postings._chunks) for path, postings in index.postings.items()}
+    if onto:
+        assert all(postings_module._due_merge(postings._chunks) is None for postings in index.postings.values())
+        assert max(chunks.values()) > 1
+    else:
+        assert chunks == dict.fromkeys(index.postings, 1)
+    assert compare_indexes(index, one_by_one._collections["c"].index) == []
+    assert _answers(bulk) == _answers(one_by_one)
