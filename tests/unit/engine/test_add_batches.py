@@ -343,3 +343,17 @@ def test_a_bulk_load_leaves_big_merges_to_its_end(monkeypatch: pytest.MonkeyPatc
         assert chunks == dict.fromkeys(index.postings, 1)
     assert compare_indexes(index, one_by_one._collections["c"].index) == []
     assert _answers(bulk) == _answers(one_by_one)
+
+
+def test_a_durable_first_load_is_snapshotted_before_settling_and_reopens_settled(tmp_path) -> None:
+    batches = _batches(8, 10)
+    with Engine(str(tmp_path)) as engine:
+        engine.add_batches("c", iter(batches))
+        collection = engine._collections["c"]
+        # The log was emptied into a snapshot before the chunks were merged (its memory first).
+        assert collection.store is not None and not collection.store.wal.records
+        expected = _answers(engine)
+    with Engine(str(tmp_path)) as engine:
+        index = engine._collections["c"].index
+        assert all(len(postings._chunks) == 1 for postings in index.postings.values())
+        assert _answers(engine) == expected
