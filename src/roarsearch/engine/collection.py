@@ -58,8 +58,8 @@ WORKER_MIN_VALUES = 2_000
 #: not after the small batches a live service takes between searches (snapshots trim too).
 RELEASE_MEMORY_RECORDS = 5_000
 #: A bulk add that wrote at least this share of a collection's records (a first load) ends by
-#: merging each field's postings into one chunk, in the background: about 2 s at 1M text-heavy
-#: records, for a third off multi-word and typo queries. A smaller load keeps the tiers it made
+#: merging each field's postings into one chunk, in the background: about 1.5 s at 1M text-heavy
+#: records, for 15-40 % off multi-word and typo queries. A smaller load keeps the tiers it made
 #: rather than rewrite a collection's postings for it.
 SETTLE_LOAD_SHARE = 0.5
 
@@ -191,9 +191,9 @@ class Collection:
         are analysed, and their terms mapped to ids, in the analysis worker process
         (``analysis.worker``). Big postings merges wait for the load's end: a load that makes up
         most of the collection then merges each field into one chunk, in the background
-        (:data:`SETTLE_LOAD_SHARE`); a smaller one lets the merges it left waiting run. An error raised by
-        ``batches`` (a bad batch) comes after every batch before it was written, as a sequence of
-        :meth:`write` calls would have left it.
+        (:data:`SETTLE_LOAD_SHARE`); a smaller one lets the merges it left waiting run.
+        An error raised by ``batches`` (a bad batch) comes after every batch before it was
+        written, as a sequence of :meth:`write` calls would have left it.
         """
         worker = AnalysisWorker()
         added = 0
@@ -244,26 +244,10 @@ class Collection:
                 if pending is not None:
                     write(pending)
                 settle = bool(added) and added >= SETTLE_LOAD_SHARE * len(self)
-                if settle:
-                    worker.close()
-                    self._snapshot_before_settling()
             finally:
                 worker.close()
                 self.index.end_bulk_load(settle)
         return added
-
-    def _snapshot_before_settling(self) -> None:
-        """A snapshot before a load's postings are merged into one chunk per field: it moves the
-        records stored since the last one out of this process's memory (into the snapshot's
-        file) first, so that the merge's new chunk does not add to them (at 1M packages the
-        merge would otherwise set the build's peak, 60-100 MB over it)."""
-        if self.store is None or not self.store.wal.records:
-            return
-        try:
-            self.take_snapshot(final=False)
-        except StorageError as error:  # the load is durable in the log: only the memory is not saved
-            log.warning("collection %s: snapshot after a bulk load failed, batches stay in the write-ahead log: %s",
-                        self.name, error.data)
 
     def _write_locked(self, payload: dict[str, Any], packed_records: list[bytes] | None = None,
                       ahead: CollectedAdd | None = None) -> Any:
