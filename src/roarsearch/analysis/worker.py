@@ -139,10 +139,10 @@ class AnalysisWorker:
         if lexicon is not None:
             if lexicon is not self._mirrored or len(lexicon) < self._mirrored_terms:  # another lexicon: copy anew
                 self._mirrored, self._mirrored_terms = lexicon, 0
+            # The mirror holds at most the cap, and the lexicon at least what the mirror holds.
             upto = min(len(lexicon), MIRROR_MAX_TERMS)
-            first = self._mirrored_terms
-            mirror = (first, lexicon.terms_since(first, upto) if upto > first else [])
-            self._mirrored_terms = max(upto, first)
+            mirror = (self._mirrored_terms, lexicon.terms_since(self._mirrored_terms, upto))
+            self._mirrored_terms = upto
         try:
             if self._process is None:
                 self._process = subprocess.Popen(

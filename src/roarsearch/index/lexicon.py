@@ -267,14 +267,13 @@ class Lexicon:
         others are looked up here.
         """
         first_new = len(self._terms)
-        if known is not None and known.size == len(terms) and (not known.size or int(known.max()) < first_new):
-            found = known.astype(np.int64)  # a copy: the misses are filled in below
-            unknown = np.flatnonzero(found < 0)
-            if unknown.size:
-                found[unknown] = np.fromiter(map(self._id_map().get, map(terms.__getitem__, unknown.tolist()), repeat(-1)),
-                                             dtype=np.int64, count=unknown.size)
-        else:
-            found = np.fromiter(map(self._id_map().get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
+        usable = known is not None and known.size == len(terms) and (not known.size or int(known.max()) < first_new)
+        # A copy of ``known`` (the misses are filled in below), or every term still to look up.
+        found = known.astype(np.int64) if usable and known is not None else np.full(len(terms), -1, dtype=np.int64)
+        unknown = np.flatnonzero(found < 0)
+        if unknown.size:
+            lookup = terms if unknown.size == len(terms) else list(map(terms.__getitem__, unknown.tolist()))
+            found[unknown] = np.fromiter(map(self._id_map().get, lookup, repeat(-1)), dtype=np.int64, count=unknown.size)
         missing = np.flatnonzero(found < 0)
         if not missing.size:
             return found.astype(np.uint32), [], first_new
