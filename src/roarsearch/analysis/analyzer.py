@@ -163,10 +163,16 @@ def _slice_tokens(texts: list[str], seen: dict[bytes, int], numbering: Iterator[
         return None
     if not joined.isascii():
         joined = _tokens_spaced(texts, joined)
-    spaced = joined.encode("utf-8").translate(_BATCH_BYTE_TABLE).replace(b"\x00", b" \x00 ")
+    spaced = joined.encode("utf-8").translate(_BATCH_BYTE_TABLE)
     del joined
-    tokens = spaced.split()
-    del spaced
+    numbered = _number_by_keys(spaced, seen, numbering)
+    return numbered if numbered is not None else _number_by_dict(spaced, seen, numbering)
+
+
+def _number_by_dict(spaced: bytes, seen: dict[bytes, int], numbering: Iterator[int]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_slice_tokens`' numbering token by token: ``bytes.split`` and a dict probe each."""
+    tokens = spaced.replace(b"\x00", b" \x00 ").split()
     # A list first: numpy converts a list of ints about twice as fast as it consumes an iterator.
     raw = np.array(list(map(seen.setdefault, tokens, numbering)), dtype=np.int32)
     del tokens
@@ -175,6 +181,86 @@ def _slice_tokens(texts: list[str], seen: dict[bytes, int], numbering: Iterator[
     last_separator = np.maximum.accumulate(np.where(is_separator, index, -1))
     words = ~is_separator
     return raw[words], np.cumsum(is_separator, dtype=np.int32)[words], (index - last_separator - 1)[words]
+
+
+#: Per byte count 0..8, the mask keeping that many low bytes of a little-endian 64-bit word.
+_LOW_BYTES = np.array([(1 << (8 * count)) - 1 for count in range(9)], dtype=np.uint64)
+#: Tokens up to this many bytes are keyed by their bytes as two 64-bit words (longer ones, rare
+#: in any language, by a dict of their bytes).
+_WORD_KEY_BYTES = 16
+#: Odd multipliers mixing a token's key parts into one 64-bit sort key (any collision is caught).
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
+
+
+def _number_by_keys(spaced: bytes, seen: dict[bytes, int], numbering: Iterator[int]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_slice_tokens`' numbering in numpy, with Python work per distinct term only: tokens
+    are the runs of bytes between spaces and NULs; a token of at most 16 bytes is its bytes read
+    as two little-endian 64-bit words (exact: no token holds a NUL), a longer one is numbered by a
+    dict. Mixed into one 64-bit key, tokens are grouped by one sort; every token is then checked
+    against its group's first token part by part, so a collision of mixed keys is never trusted
+    (None: the caller numbers the slice token by token instead)."""
+    size = len(spaced)
+    padded = np.frombuffer(spaced + bytes(_WORD_KEY_BYTES), dtype=np.uint8)
+    chars = padded[:size]
+    in_token = np.zeros(size + 2, dtype=bool)
+    np.not_equal(chars, 32, out=in_token[1:-1])
+    in_token[1:-1] &= chars != 0
+    edges = np.flatnonzero(in_token[1:] != in_token[:-1])
+    del in_token
+    starts, ends = edges[0::2], edges[1::2]
+    count_tokens = starts.size
+    separators = np.flatnonzero(chars == 0)
+    value_index = np.searchsorted(separators, starts).astype(np.int32)
+    if count_tokens == 0:
+        empty = np.empty(0, dtype=np.int32)
+        return empty, empty, empty
+    # Position: the token's ordinal minus that of its value's first token.
+    value_starts = np.flatnonzero(np.concatenate(([True], value_index[1:] != value_index[:-1])))
+    run_lengths = np.diff(np.append(value_starts, count_tokens))
+    position = (np.arange(count_tokens) - np.repeat(value_starts, run_lengths)).astype(np.int32)
+    # words[i]: the 8 bytes from byte i on, as one little-endian integer (an unaligned view).
+    words = np.ndarray(shape=(size,), dtype="<u8", buffer=padded, strides=(1,))
+    lengths = ends - starts
+    first = words[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
+    second = np.zeros(count_tokens, dtype=np.uint64)
+    long_code = np.zeros(count_tokens, dtype=np.uint64)
+    middle = (lengths > 8) & (lengths <= _WORD_KEY_BYTES)
+    if middle.any():
+        second[middle] = words[starts[middle] + 8] & _LOW_BYTES[lengths[middle] - 8]
+    long = np.flatnonzero(lengths > _WORD_KEY_BYTES)
+    if long.size:
+        codes: dict[bytes, int] = {}
+        long_code[long] = np.fromiter(
+            (codes.setdefault(spaced[start:end], len(codes) + 1)
+             for start, end in zip(starts[long].tolist(), ends[long].tolist())),
+            dtype=np.uint64, count=long.size)
+    key = first * _MIX[0] ^ second * _MIX[1] ^ long_code * _MIX[2]
+    order = np.argsort(key)
+    sorted_key = key[order]
+    same_key = sorted_key[1:] == sorted_key[:-1]
+    # A token of at most 16 bytes is its two words (its bytes, zero-padded: no token holds a
+    # zero byte), a longer one its dict code (0 for the others): equal parts, equal tokens. In
+    # key order, a part may only change where the key does.
+    for part, used in ((first, True), (second, middle.any()), (long_code, long.size)):
+        if used:
+            sorted_part = part[order]
+            if (same_key & (sorted_part[1:] != sorted_part[:-1])).any():
+                return None  # two different tokens share a mixed key
+    group_starts = np.flatnonzero(np.concatenate(([True], ~same_key)))
+    group_sizes = np.diff(np.append(group_starts, count_tokens))
+    # Each group's first token in text order: the token its term is read from.
+    first_token = np.minimum.reduceat(order, group_starts)
+    # Terms in order of first appearance, as numbering token by token gives them.
+    appearance = np.argsort(first_token)
+    distinct = [spaced[start:end] for start, end in zip(starts[first_token[appearance]].tolist(),
+                                                        ends[first_token[appearance]].tolist())]
+    codes_by_group = np.empty(group_starts.size, dtype=np.int32)
+    codes_by_group[appearance] = np.fromiter(map(seen.setdefault, distinct, numbering), dtype=np.int32,
+                                             count=len(distinct))
+    raw = np.empty(count_tokens, dtype=np.int32)
+    raw[order] = np.repeat(codes_by_group, group_sizes)
+    return raw, value_index, position
 
 
 #: A field's analysed tokens, as :func:`analyze_batch_terms` returns them: (distinct terms, each

@@ -2,11 +2,18 @@
 
 - folding removes case, accents and compatibility forms (ligatures, full-width) in every script;
 - words split on anything that is not a letter or digit; ideographs are one token each;
-- the batch forms (analyze_many, analyze_batch) equal the single form on arbitrary text.
+- the batch forms (analyze_many, analyze_batch) equal the single form on arbitrary text;
+- numbering a batch's tokens by 64-bit keys in numpy gives the terms numbering them one by one
+  gives, in the same order, and a collision of keys falls back to the latter.
 """
 
 from __future__ import annotations
 
+from itertools import count
+from typing import Any
+
+import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -88,3 +95,54 @@ def test_batch_terms_in_slices_equal_one_slice(texts: list[str], slice_chars: in
     assert sliced[0] == whole[0]
     for mine, expected in zip(sliced[1:], whole[1:]):
         assert mine.tolist() == expected.tolist()
+
+
+def _numbered_tokens(numbered: tuple[Any, ...], seen: dict[bytes, int]) -> tuple[list[bytes], list[int], list[int]]:
+    by_code = {code: term for term, code in seen.items()}
+    raw, value_index, position = numbered
+    return [by_code[code] for code in raw.tolist()], value_index.tolist(), position.tolist()
+
+
+#: Spaced slices as ``_slice_tokens`` makes them: lowered ASCII letters and digits, UTF-8 bytes of
+#: other characters, spaces, NUL separators; words around the 8- and 16-byte key boundaries.
+SPACED = st.lists(
+    st.sampled_from([b" ", b"\x00", b"  "])
+    | st.text(alphabet=st.sampled_from("ab9é東"), min_size=1, max_size=20).map(lambda word: word.encode("utf-8")),
+    max_size=40,
+).map(b"".join)
+
+
+@given(SPACED)
+def test_numbering_by_keys_equals_numbering_by_dict(spaced: bytes) -> None:
+    """Keyed numbering (numpy, one sort) gives every token the term, value and position that
+    splitting and numbering token by token gives, and meets new terms in the same order."""
+    by_dict: dict[bytes, int] = {b"\x00": 0}
+    expected = _numbered_tokens(analyzer_module._number_by_dict(spaced, by_dict, count(1)), by_dict)
+    by_keys: dict[bytes, int] = {b"\x00": 0}
+    numbered = analyzer_module._number_by_keys(spaced, by_keys, count(1))
+    assert numbered is not None
+    assert _numbered_tokens(numbered, by_keys) == expected
+    assert list(by_keys) == list(by_dict)
+
+
+def test_numbering_by_keys_gives_up_on_a_key_collision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mixed keys that collide (here: every token's) are caught by the part-by-part check: the
+    slice is numbered token by token instead, with the same terms."""
+    texts = ["alpha beta", "internationalization alpha", "abcdefghij abcdefghik", "beta"]
+    expected = analyze_batch_terms(texts)
+    zero = np.uint64(0)
+    monkeypatch.setattr(analyzer_module, "_MIX", (zero, zero, zero))
+    spaced = "\x00".join(texts).encode().translate(analyzer_module._BATCH_BYTE_TABLE)
+    assert analyzer_module._number_by_keys(spaced, {b"\x00": 0}, count(1)) is None
+    assert analyzer_module._number_by_keys(b"same same", {b"\x00": 0}, count(1)) is not None  # one term: no collision
+    colliding = analyze_batch_terms(texts)
+    assert colliding[0] == expected[0]
+    for mine, theirs in zip(colliding[1:], expected[1:]):
+        assert mine.tolist() == theirs.tolist()
+
+
+@given(st.lists(TEXT, min_size=1, max_size=8))
+def test_batch_terms_in_order_of_first_appearance(texts: list[str]) -> None:
+    terms = analyze_batch_terms(texts)[0]
+    tokens = [token for text in texts for token in analyze(text)]
+    assert terms == list(dict.fromkeys(tokens))
