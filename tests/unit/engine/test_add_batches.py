@@ -257,7 +257,7 @@ def test_a_bulk_add_onto_a_collection_uses_the_workers_ids_and_builds_the_same_i
     real_plan = Lexicon.plan_ids
 
     def plan(self: Lexicon, terms: list[str], known: np.ndarray | None = None):  # type: ignore[no-untyped-def]
-        known_given.append(known is not None and bool((known >= 0).any()))
+        known_given.append(None if known is None else bool((known >= 0).any()))
         return real_plan(self, terms, known)
 
     original = (collection_module.WORKER_MIN_VALUES, worker_module.MIRROR_MAX_TERMS, Lexicon.plan_ids)
@@ -275,7 +275,9 @@ def test_a_bulk_add_onto_a_collection_uses_the_workers_ids_and_builds_the_same_i
     assert compare_indexes(bulk._collections["c"].index, one_by_one._collections["c"].index) == []
     assert _answers(bulk) == _answers(one_by_one)
     if threshold == 1:  # every batch went to the worker, which held the lexicon's first terms
-        assert all(known_given)
+        assert None not in known_given
+        if cap > 3:  # (a mirror of 3 terms may hold none of a batch's)
+            assert all(known_given)
 
 
 def test_a_first_load_ends_with_one_postings_chunk_per_field_and_a_small_one_keeps_its_tiers() -> None:
