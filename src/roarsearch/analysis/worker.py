@@ -73,9 +73,10 @@ WorkerResult = tuple[dict[str, Analysed], dict[str, np.ndarray] | None]
 def _narrowed(analysed: dict[str, Analysed]) -> dict[str, Analysed]:
     """Positions as uint16 when they fit (most fields): fewer bytes through the pipe."""
     narrowed = {}
-    for path, (terms, token_terms, value_index, position) in analysed.items():
-        narrowed[path] = (terms, token_terms, value_index,
-                          position if position.size and int(position.max()) >= 1 << 16 else position.astype(np.uint16))
+    for path, (terms, counts, value_index, position, valued) in analysed.items():
+        narrowed[path] = (terms, counts, value_index,
+                          position if position.size and int(position.max()) >= 1 << 16 else position.astype(np.uint16),
+                          valued)
     return narrowed
 
 
@@ -246,7 +247,7 @@ class TermMirror:
         """Each field's distinct terms' ids (int64; -1 for a term not held)."""
         get = self.ids.get
         return {path: np.fromiter(map(get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
-                for path, (terms, _token_terms, _value_index, _position) in analysed.items()}
+                for path, (terms, *_tokens) in analysed.items()}
 
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:

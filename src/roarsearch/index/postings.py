@@ -365,6 +365,20 @@ class _Chunk:
         return cls(sorted_terms[starts[:-1]].astype(np.uint32), starts, docs.astype(np.uint32, copy=False),
                    _narrow_positions(positions))
 
+    @classmethod
+    def from_groups(cls, term_ids: np.ndarray, counts: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> _Chunk:
+        """A chunk from tokens grouped by term: ``counts[i]`` tokens of ``term_ids[i]`` (distinct,
+        in any order) after those of the terms before it. The groups are put in term order (no
+        sort of the tokens: one of the distinct terms, then one gather)."""
+        if not (term_ids[1:] > term_ids[:-1]).all():
+            order = np.argsort(term_ids)
+            ends = np.cumsum(counts)
+            index = _gather_index((ends - counts)[order], ends[order])
+            term_ids, counts, docs, positions = term_ids[order], counts[order], docs[index], positions[index]
+        starts = np.zeros(counts.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        return cls(term_ids.astype(np.uint32), starts, docs.astype(np.uint32, copy=False), _narrow_positions(positions))
+
     @property
     def size(self) -> int:
         return int(self.starts[-1])
@@ -658,7 +672,17 @@ class FieldPostings:
         # One stable sort by term groups the batch; docs stay ascending within a term.
         if order is None:
             order = np.argsort(terms, kind="stable")
-        chunk = _Chunk.from_sorted(terms[order], docs[order], positions[order])
+        return self._plan(_Chunk.from_sorted(terms[order], docs[order], positions[order]))
+
+    def plan_grouped(self, term_ids: np.ndarray, counts: np.ndarray, docs: np.ndarray,
+                     positions: np.ndarray) -> PostingsPlan | None:
+        """:meth:`plan_add` of tokens grouped by term (``counts`` tokens of each of ``term_ids``,
+        distinct, in any order; each term's tokens in doc order), as the analyzer groups them."""
+        if docs.size == 0:
+            return None
+        return self._plan(_Chunk.from_groups(term_ids, counts, docs, positions))
+
+    def _plan(self, chunk: _Chunk) -> PostingsPlan:
         base, busy = self._chunks, self._busy
         return base, busy, chunk, _with_chunk(base, chunk, busy)
 

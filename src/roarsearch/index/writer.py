@@ -304,24 +304,25 @@ def _prepare_fields(index: Index, records: list[dict[str, Any]], ahead: Collecte
     # Term ids of every field's distinct terms at once, in field order: as interning field by
     # field would give them.
     term_ids, new_terms, first_term = index.lexicon.plan_ids(
-        list(chain.from_iterable(terms for terms, _token_terms, _index, _position in analysed.values())),
+        list(chain.from_iterable(terms for terms, *_tokens in analysed.values())),
         known=np.concatenate([known[path] for path in analysed]) if known is not None and analysed else None)
     postings: dict[str, PlannedPostings] = {}
     offset = 0
-    for path, (terms, token_terms, value_index, token_position) in analysed.items():
+    for path, (terms, counts, value_index, token_position, valued) in analysed.items():
         fields = by_field[path]
         ids = term_ids[offset:offset + len(terms)]
         offset += len(terms)
-        docs = np.asarray(fields.text_docs, dtype=np.uint32)[value_index]
-        positions = token_position + np.asarray(fields.text_positions, dtype=np.int64)[value_index]
+        text_docs = np.asarray(fields.text_docs, dtype=np.uint32)
+        docs = text_docs[value_index]
+        starts = np.asarray(fields.text_positions, dtype=np.int64)  # each value's first position
+        positions = token_position + starts[value_index] if starts.any() else token_position
         field_postings = index.postings.get(path)
         if field_postings is None:  # a new field: installed by the commit
             field_postings = FieldPostings()
             field_postings.merge_limit = index.bulk_merge_limit
-        plan = field_postings.plan_add(docs, ids[token_terms], positions.astype(np.uint32),
-                                       order=_term_order(ids, token_terms))
+        plan = field_postings.plan_grouped(ids, counts, docs, positions)
         if plan is not None:
-            postings[path] = (field_postings, plan, docs)
+            postings[path] = (field_postings, plan, text_docs[valued])
     return by_field, ahead.first_texts, new_terms, first_term, postings
 
 
@@ -503,16 +504,6 @@ def _add_field(index: Index, path: str, fields: _BatchFields, planned: PlannedPo
             columns.values = None
             index.value_fields.discard(path)
             index.auto_value_fields.discard(path)
-
-
-def _term_order(term_ids: np.ndarray, token_terms: np.ndarray) -> np.ndarray:
-    """The tokens' stable order by term id: each token sorted by its term's rank among the batch's
-    distinct terms, which fits 16 bits for most batches (numpy's radix sort, several times faster
-    than sorting 32-bit ids)."""
-    ranks = np.empty(term_ids.size, dtype=np.uint16 if term_ids.size <= 1 << 16 else np.int64)
-    ranks[np.argsort(term_ids)] = np.arange(term_ids.size)
-    order: np.ndarray = np.argsort(ranks[token_terms], kind="stable")
-    return order
 
 
 def delete_ids(index: Index, record_ids: list[RecordId]) -> list[bool]:

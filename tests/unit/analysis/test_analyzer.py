@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import roarsearch.analysis.analyzer as analyzer_module
-from roarsearch.analysis.analyzer import analyze, analyze_batch, analyze_batch_terms, analyze_many
+from roarsearch.analysis.analyzer import analyze, analyze_batch, analyze_batch_terms, analyze_many, group_by_term
 from roarsearch.analysis.normalize import fold, fold_many
 
 
@@ -146,3 +146,13 @@ def test_batch_terms_in_order_of_first_appearance(texts: list[str]) -> None:
     terms = analyze_batch_terms(texts)[0]
     tokens = [token for text in texts for token in analyze(text)]
     assert terms == list(dict.fromkeys(tokens))
+
+
+@given(st.lists(TEXT, min_size=1, max_size=8))
+def test_tokens_grouped_by_term_keep_text_order_in_each_term(texts: list[str]) -> None:
+    terms, counts, value_index, position, valued = group_by_term(*analyze_batch_terms(texts))
+    tokens = [(token, i, j) for i, text in enumerate(texts) for j, token in enumerate(analyze(text))]
+    term_of_token = np.repeat(np.arange(len(terms)), counts)
+    grouped = [(terms[term], i, j) for term, i, j in zip(term_of_token.tolist(), value_index.tolist(), position.tolist())]
+    assert grouped == sorted(tokens, key=lambda token: terms.index(token[0]))  # stable: text order within a term
+    assert valued.tolist() == sorted({i for _token, i, _j in tokens})

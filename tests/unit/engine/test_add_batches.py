@@ -153,10 +153,10 @@ def test_the_worker_analyses_as_the_writer_does() -> None:
     assert term_ids is None  # no lexicon to map to
     expected = worker_module.analyze_fields(texts)
     assert analysed.keys() == expected.keys()
-    for path, (terms, token_terms, value_index, position) in expected.items():
+    for path, (terms, *arrays) in expected.items():
         got = analysed[path]
         assert got[0] == terms
-        for mine, theirs in zip(got[1:], (token_terms, value_index, position)):
+        for mine, theirs in zip(got[1:], arrays, strict=True):
             assert mine.tolist() == theirs.tolist()
 
 
@@ -202,7 +202,7 @@ def test_ids_from_a_copy_of_the_lexicon_plan_as_the_lexicon_does(vocabulary: lis
     lexicon.intern_many(vocabulary)
     mirror = worker_module.TermMirror()
     mirror.extend(0, lexicon.terms_since(0, min(copied, len(lexicon))))
-    known = mirror.term_ids({"f": (batch, None, None, None)})["f"]  # type: ignore[dict-item]
+    known = mirror.term_ids({"f": (batch, None, None, None, None)})["f"]  # type: ignore[dict-item]
     with_known, without = lexicon.plan_ids(batch, known=known), lexicon.plan_ids(batch)
     assert with_known[0].tolist() == without[0].tolist() and with_known[1:] == without[1:]
     # A copy claiming ids the lexicon has not given (never, by construction) is not trusted.
@@ -240,7 +240,7 @@ def test_a_mirror_sent_out_of_step_is_emptied_never_used() -> None:
     mirror.extend(0, ["a", "b"])
     with pytest.raises(ValueError):
         mirror.extend(5, ["c"])
-    assert mirror.term_ids({"f": (["a", "b"], None, None, None)})["f"].tolist() == [-1, -1]  # type: ignore[dict-item]
+    assert mirror.term_ids({"f": (["a", "b"], None, None, None, None)})["f"].tolist() == [-1, -1]  # type: ignore[dict-item]
 
 
 @settings(max_examples=8, deadline=None)

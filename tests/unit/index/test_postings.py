@@ -1,12 +1,15 @@
 """``FieldPostings.occurrences_in`` (binary search inside term slices) against the masked gather
-of ``occurrences``, on both of its paths: few docs of common terms, and many docs."""
+of ``occurrences``, on both of its paths: few docs of common terms, and many docs; a chunk built
+from tokens grouped by term equals one built from term-sorted tokens."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from roarsearch.index.postings import FieldPostings
+from roarsearch.index.postings import FieldPostings, _Chunk
 
 
 def _postings(seed: int, batches: int) -> FieldPostings:
@@ -66,3 +69,27 @@ def test_occurrences_in_over_many_chunks_with_gaps(seed: int) -> None:
     for terms in ([0], [1, 6], [0, 1, 2, 3, 4, 5, 6, 7], [9]):
         term_ids = np.asarray(terms, dtype=np.uint32)
         assert _sorted_pairs(*postings.occurrences_in(term_ids, docs)) == _sorted_pairs(*postings.occurrences(term_ids, mask))
+
+
+@given(tokens=st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6), st.integers(0, 70_000)), max_size=60),
+       ids=st.permutations(list(range(0, 130, 10))))
+def test_a_chunk_from_term_groups_equals_one_from_term_sorted_tokens(tokens: list[tuple[int, int, int]],
+                                                                     ids: list[int]) -> None:
+    """Tokens grouped by term as the analyzer groups them (terms in first-appearance order, any
+    ids) make the chunk that sorting the tokens by term id makes."""
+    tokens.sort(key=lambda token: token[1])  # text order: docs ascend
+    local = list(dict.fromkeys(term for term, _doc, _position in tokens))  # first appearance
+    grouped = sorted(tokens, key=lambda token: local.index(token[0]))  # stable: text order in a term
+    term_ids = np.asarray([ids[term] for term in local], dtype=np.int64)
+    counts = np.asarray([sum(1 for token in tokens if token[0] == term) for term in local], dtype=np.int64)
+    from_groups = _Chunk.from_groups(term_ids, counts, np.asarray([doc for _t, doc, _p in grouped], dtype=np.uint32),
+                                     np.asarray([position for _t, _d, position in grouped], dtype=np.int64))
+    by_id = sorted(tokens, key=lambda token: ids[token[0]])
+    from_sorted = _Chunk.from_sorted(np.asarray([ids[term] for term, _d, _p in by_id], dtype=np.uint32),
+                                     np.asarray([doc for _t, doc, _p in by_id], dtype=np.uint32),
+                                     np.asarray([position for _t, _d, position in by_id], dtype=np.uint32))
+    assert from_groups.terms.tolist() == from_sorted.terms.tolist()
+    assert from_groups.starts.tolist() == from_sorted.starts.tolist()
+    assert from_groups.docs.tolist() == from_sorted.docs.tolist()
+    assert from_groups.positions.tolist() == from_sorted.positions.tolist()
+    assert from_groups.positions.dtype == from_sorted.positions.dtype
