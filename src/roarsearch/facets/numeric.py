@@ -21,7 +21,7 @@ import numpy as np
 from pyroaring import AbstractBitMap
 
 from roarsearch.facets.text import plain_number, select_pairs
-from roarsearch.index.bitmaps import DocMasks, array_from_bitmap
+from roarsearch.index.bitmaps import DocMasks, array_from_bitmap, sorted_unique
 from roarsearch.index.columns import FieldColumns
 from roarsearch.query.intervals import Interval, docs_in_intervals, interval_docs, parse_interval
 
@@ -66,7 +66,7 @@ def facet_of_values(field: str, values: np.ndarray, docs: np.ndarray | None,
         def records(inside: np.ndarray | None) -> int:
             if docs is None:  # one value per record
                 return int(values.size if inside is None else np.count_nonzero(inside))
-            return int(np.unique(docs if inside is None else docs[inside]).size)
+            return int(sorted_unique(docs if inside is None else docs[inside]).size)
 
         stats = {
             "min": plain_number(float(values.min())),

@@ -47,6 +47,7 @@ from rapidfuzz.distance import OSA
 
 from roarsearch.analysis.analyzer import analyze, analyze_batch
 from roarsearch.facets.text import plain_number, select_pairs
+from roarsearch.index.bitmaps import sorted_unique
 from roarsearch.index.columns import FieldColumns, ValueColumn
 from roarsearch.query.plan import allowed_typos
 
@@ -117,7 +118,7 @@ class _ValueText:
         position = bisect_left(self.word_list, first_word)
         if position == len(self.word_list) or self.word_list[position] != first_word:
             return np.empty(0, dtype=np.int64)
-        holders = np.unique(self._values_of_words(np.asarray([position], dtype=np.int64))).tolist()
+        holders = sorted_unique(self._values_of_words(np.asarray([position], dtype=np.int64))).tolist()
         needle = " " + query
         lines = self.lines
         return np.asarray([value_id for value_id in holders if needle in " " + lines[value_id]], dtype=np.int64)

@@ -3,6 +3,7 @@
 Owns: the two hot conversions every stage needs. ``BitMap(numpy_array)`` iterates in Python-visible
 steps and is several times slower than building from an ``array.array('I')``, which pyroaring
 adds in one call; ``to_array()`` exposes a buffer numpy reads without copying element by element.
+Also :func:`sorted_unique`, the distinct values of an id array, which ``np.unique`` computes slowly.
 """
 
 from __future__ import annotations
@@ -24,6 +25,21 @@ def bitmap_from_array(doc_ids: np.ndarray) -> AbstractBitMap:
     buffer = array.array("I")
     buffer.frombytes(np.ascontiguousarray(doc_ids, dtype=np.uint32).tobytes())
     return BitMap(buffer)
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values of an integer array, ascending: ``np.unique(values)`` by one sort.
+
+    numpy 2.3+ finds them with a hash table and sorts those: 20-30x slower than sorting past a
+    few thousand values (2,000 ids: 97 us against 5; 200,000: 22 ms against 0.7)."""
+    ordered = np.sort(values, axis=None)
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    distinct: np.ndarray = ordered[keep]
+    return distinct
 
 
 def array_from_bitmap(bitmap: AbstractBitMap) -> np.ndarray:

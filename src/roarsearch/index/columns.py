@@ -30,7 +30,7 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.normalize import fold_many
-from roarsearch.index.bitmaps import EMPTY, GrowableArray, array_from_bitmap, bitmap_from_array, union_all
+from roarsearch.index.bitmaps import EMPTY, GrowableArray, array_from_bitmap, bitmap_from_array, sorted_unique, union_all
 from roarsearch.index.cache import IndexCache
 
 #: Longer strings are searchable text but not exact values (no facet value, no equality filter):
@@ -313,7 +313,7 @@ class ValueColumn:
         else:
             # Distinct (doc, value) pairs in (doc, value) order: one sort of the pairs packed in a
             # uint64 (docs and value ids fit 32 bits), several times faster than ``np.unique(..., axis=0)``.
-            pairs = np.unique((docs.astype(np.uint64) << np.uint64(32)) | value_ids.astype(np.uint64))
+            pairs = sorted_unique((docs.astype(np.uint64) << np.uint64(32)) | value_ids.astype(np.uint64))
             docs, value_ids = (pairs >> np.uint64(32)).astype(np.uint32), (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         self._docs.append(docs)
         self._vids.append(value_ids)

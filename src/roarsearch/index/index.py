@@ -23,7 +23,7 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.normalize import fold_value
 from roarsearch.index import writer
-from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, union_all
+from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, sorted_unique, union_all
 from roarsearch.index.cache import IndexCache
 from roarsearch.index.columns import MAX_VALUE_LENGTH, RANGE_CHECK_THRESHOLD, FieldColumns, NumericColumn, ValueColumn
 from roarsearch.index.docstore import DocStore, RecordId
@@ -202,12 +202,12 @@ class Index:
                 term_docs, positions = postings.occurrences(np.asarray([term], dtype=np.uint32), mask)
                 shifted = positions.astype(np.int64) - offset
                 keep = shifted >= 0
-                keys = np.unique((term_docs.astype(np.int64)[keep] << 32) | shifted[keep])
+                keys = sorted_unique((term_docs.astype(np.int64)[keep] << 32) | shifted[keep])
                 starts = keys if starts is None else np.intersect1d(starts, keys, assume_unique=True)
                 if starts.size == 0:
                     return BitMap()
             assert starts is not None
-            return BitMap(np.unique(starts >> 32).astype(np.uint32).tolist())
+            return BitMap(sorted_unique(starts >> 32).astype(np.uint32).tolist())
 
         result: AbstractBitMap = self.cache.get_or_build("phrase_docs", (path, term_ids), self.generation, build,
                                                  WORD_UNION_CACHE_SIZE)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
-from roarsearch.index.bitmaps import array_from_bitmap
+from roarsearch.index.bitmaps import array_from_bitmap, sorted_unique
 from roarsearch.index.geo import extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
@@ -150,7 +150,7 @@ def _per_record(keys: np.ndarray, dense: np.ndarray) -> dict[int, float]:
 
 def _pair_docs(column: Any) -> AbstractBitMap:
     docs, _ = column.pairs()
-    return BitMap(np.unique(docs).tolist())
+    return BitMap(sorted_unique(docs).tolist())
 
 
 def _column_pairs(index: Index, column: Any, kind: str) -> set[tuple[Any, Any]]:

@@ -34,6 +34,8 @@ import numpy.ma  # np.unique imports it on first call (0.1-0.2 s): pay that at i
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
+from roarsearch.index.bitmaps import sorted_unique
+
 #: Terms shorter than this are left out of the trigram index (two typos need 8+ letter words,
 #: which can only match terms of 6+ letters).
 TRIGRAM_MIN_LENGTH = 6
@@ -414,7 +416,7 @@ class Lexicon:
             ids = np.flatnonzero(counts >= needed)
             # Terms shorter than the trigram minimum are missed here; words of 8+ letters with two
             # typos cannot match them (length differs by more than two).
-        candidates = np.unique(ids).tolist()
+        candidates = sorted_unique(ids).tolist()
         terms = self._terms
         lengths = len(word)
         result = []

@@ -45,7 +45,7 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index import codec
-from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, union_all
+from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, sorted_unique, union_all
 from roarsearch.memory import release_free_memory
 
 log = logging.getLogger("roarsearch")
@@ -253,7 +253,7 @@ class LazyColumn:
             return self.whole()
         present = hi > lo
         first = lo[present] // self.block
-        blocks = np.unique(_gather_index(first, (hi[present] - 1) // self.block + 1))
+        blocks = sorted_unique(_gather_index(first, (hi[present] - 1) // self.block + 1))
         for block in blocks[~self.ready[blocks]].tolist():
             self._inflate(block)
         return self.values
@@ -460,7 +460,7 @@ def merge_chunks(chunks: list[_Chunk]) -> _Chunk:
         filled[slot] += lengths
         # Slabs of whole terms, so that the index array below stays small.
         bounds = np.searchsorted(chunk.starts, np.arange(0, chunk.size, MERGE_SLAB_TOKENS), side="right") - 1
-        bounds = np.unique(np.append(bounds, chunk.terms.size))
+        bounds = sorted_unique(np.append(bounds, chunk.terms.size))
         for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             token_lo, token_hi = int(chunk.starts[first]), int(chunk.starts[last])
             if token_hi == token_lo:
@@ -538,7 +538,7 @@ def _merge_packed_in(pool: ThreadPoolExecutor, chunks: list[_Chunk], terms: np.n
     positions_out = _BlockPacker(position_type, False, pool) if total >= PACK_POSITIONS_TOKENS else None
     positions: np.ndarray = np.empty(0 if positions_out else total, dtype=position_type)
     bounds = np.searchsorted(starts, np.arange(0, total, PACKED_SLAB_TOKENS), side="right") - 1
-    bounds = np.unique(np.append(bounds, terms.size))
+    bounds = sorted_unique(np.append(bounds, terms.size))
     for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         slab_lo = int(starts[first])
         size = int(starts[last]) - slab_lo
@@ -810,7 +810,7 @@ class FieldPostings:
         if not term_ids:
             return EMPTY
         if len(term_ids) > MAX_TERMS_PER_TERM_UNION:
-            docs = self._gather_docs(np.unique(np.asarray(term_ids, dtype=np.uint32)))
+            docs = self._gather_docs(sorted_unique(np.asarray(term_ids, dtype=np.uint32)))
             return bitmap_from_array(docs) if docs.size else EMPTY
         found = [bitmap for bitmap in map(self._get, term_ids) if bitmap is not None]
         if not found:

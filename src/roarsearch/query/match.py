@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyroaring import AbstractBitMap
 
-from roarsearch.index.bitmaps import union_all
+from roarsearch.index.bitmaps import sorted_unique, union_all
 from roarsearch.index.index import Index
 from roarsearch.query.plan import WordPlan
 
@@ -103,9 +103,9 @@ class WordMatcher:
         typo-disabled field —, every word of its synonyms and, for a prefix, all its completions)."""
         ids = np.asarray(word.term_ids(0 if typo_free else None) + [term for phrase in word.synonyms for term in phrase],
                          dtype=np.uint32)
-        ids = np.unique(ids)
+        ids = sorted_unique(ids)
         if word.prefix is not None:
-            ids = np.union1d(ids, self.index.lexicon.prefix_ids(word.prefix))
+            ids = sorted_unique(np.concatenate((ids, self.index.lexicon.prefix_ids(word.prefix).astype(np.uint32, copy=False))))
         return ids
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
-from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
+from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array, sorted_unique
 from roarsearch.index.docstore import DocStore
 from roarsearch.query.match import WordMatcher
 from roarsearch.query.plan import WordPlan
@@ -100,7 +100,7 @@ class RelevanceRules:
             return
         docs = array_from_bitmap(candidates)
         costs = self.proximity_costs(docs, candidates)
-        for cost in np.unique(costs).tolist():
+        for cost in sorted_unique(costs).tolist():
             yield int(cost), bitmap_from_array(docs[costs == cost])
 
     def attribute_buckets(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
