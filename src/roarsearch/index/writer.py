@@ -392,7 +392,7 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_
             continue
         fields = by_field[key] = _BatchFields(value_fields.keeps(key))
         if field_kinds <= _SCALAR_TEXT:
-            held = np.fromiter(map(operator.is_, types, repeat(str)), dtype=bool, count=count)
+            held = _held(types, str, field_kinds, count)
             if not held.any():
                 del by_field[key]
                 continue
@@ -409,12 +409,12 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_
             first_text_at.append((int(np.argmax(held)), 0, key))
             continue
         if field_kinds <= _SCALAR_NUMBER:  # bool is not int here: its type is bool
-            held = np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=count)
+            held = _held(types, None, field_kinds, count)
             fields.present = fields.number_docs = docs[held]
             fields.numbers = np.asarray(values if held.all() else list(compress(values, held)), dtype=np.float64)
             continue
         if field_kinds <= _LIST_OR_NONE:
-            held = np.fromiter(map(operator.is_, types, repeat(list)), dtype=bool, count=count)
+            held = _held(types, list, field_kinds, count)
             lists: list[list[Any]] = list(compress(values, held))
             texts = list(chain.from_iterable(lists))
             if set(map(type, texts)) <= _TEXT_ONLY:  # arrays of strings (tags): taken whole too
@@ -460,6 +460,21 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_
     # ``*`` lists text fields in the order they first appear record by record, then key by key.
     ordered = sorted((record, list(records[record]).index(key), key) for record, _, key in first_text_at)
     return by_field, [key for _, _, key in ordered]
+
+
+def _held(types: list[type], kind: type | None, field_kinds: set[type], count: int) -> np.ndarray:
+    """Which records hold a value of ``kind`` (None: any value, not null) in a field of scalar
+    kinds ``field_kinds``: all of them without a look at each when the field has no other kind."""
+    if kind is None:
+        if _NONE not in field_kinds:
+            return np.ones(count, dtype=bool)
+        return np.fromiter(map(operator.is_not, types, repeat(_NONE)), dtype=bool, count=count)
+    if field_kinds == {kind}:
+        return np.ones(count, dtype=bool)
+    return np.fromiter(map(operator.is_, types, repeat(kind)), dtype=bool, count=count)
+
+
+_NONE = type(None)
 
 
 def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarray,
