@@ -172,11 +172,10 @@ _PLAIN_KINDS = frozenset((str, bool, type(None)))
 class RecordColumns(NamedTuple):
     """A batch of records field by field, read once for validation and again for indexing: each
     field name (in first-seen order), its values in record order (None where a record lacks the
-    field) and their types, and each field's set of types."""
+    field), and each field's set of types."""
 
     keys: list[Any]
     values: list[list[Any]]
-    types: list[list[type]]
     kinds: list[set[type]]
 
 
@@ -186,8 +185,7 @@ def record_columns(batch: list[Any]) -> RecordColumns | None:
         return None
     keys = list(dict.fromkeys(chain.from_iterable(batch)))
     values = [list(map(dict.get, batch, repeat(key))) for key in keys]
-    types = [list(map(type, column)) for column in values]
-    return RecordColumns(keys, values, types, [set(column_types) for column_types in types])
+    return RecordColumns(keys, values, [set(map(type, column)) for column in values])
 
 
 class ValidatedBatch(NamedTuple):

@@ -375,24 +375,24 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_
             return None
     # Each field's values (None where a record lacks it) and their kinds, once: validation, the
     # shape check and the collection below all read them.
-    keys, columns, column_types, column_kinds = by_column
-    for values, types, field_kinds in zip(columns, column_types, column_kinds):
+    keys, columns, column_kinds = by_column
+    for values, field_kinds in zip(columns, column_kinds):
         if not field_kinds <= _FLAT_KINDS:
             return None
         if list in field_kinds:
-            arrays: Iterator[list[Any]] = compress(values, map(operator.is_, types, repeat(list)))
+            arrays: Iterator[list[Any]] = compress(values, map(operator.is_, map(type, values), repeat(list)))
             if not set(map(type, chain.from_iterable(arrays))).isdisjoint(_NESTED_KINDS):
                 return None
     count = len(records)
     docs = new_docs
     by_field: dict[str, _BatchFields] = {}
     first_text_at: list[tuple[int, int, str]] = []  # (record, key position, field): the order of ``*``
-    for key, values, types, field_kinds in zip(keys, columns, column_types, column_kinds):
+    for key, values, field_kinds in zip(keys, columns, column_kinds):
         if key == "id":
             continue
         fields = by_field[key] = _BatchFields(value_fields.keeps(key))
         if field_kinds <= _SCALAR_TEXT:
-            held = _held(types, str, field_kinds, count)
+            held = _held(values, str, field_kinds, count)
             if not held.any():
                 del by_field[key]
                 continue
@@ -409,12 +409,12 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_
             first_text_at.append((int(np.argmax(held)), 0, key))
             continue
         if field_kinds <= _SCALAR_NUMBER:  # bool is not int here: its type is bool
-            held = _held(types, None, field_kinds, count)
+            held = _held(values, None, field_kinds, count)
             fields.present = fields.number_docs = docs[held]
             fields.numbers = np.asarray(values if held.all() else list(compress(values, held)), dtype=np.float64)
             continue
         if field_kinds <= _LIST_OR_NONE:
-            held = _held(types, list, field_kinds, count)
+            held = _held(values, list, field_kinds, count)
             lists: list[list[Any]] = list(compress(values, held))
             texts = list(chain.from_iterable(lists))
             if set(map(type, texts)) <= _TEXT_ONLY:  # arrays of strings (tags): taken whole too
@@ -462,16 +462,16 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_
     return by_field, [key for _, _, key in ordered]
 
 
-def _held(types: list[type], kind: type | None, field_kinds: set[type], count: int) -> np.ndarray:
+def _held(values: list[Any], kind: type | None, field_kinds: set[type], count: int) -> np.ndarray:
     """Which records hold a value of ``kind`` (None: any value, not null) in a field of scalar
     kinds ``field_kinds``: all of them without a look at each when the field has no other kind."""
     if kind is None:
         if _NONE not in field_kinds:
             return np.ones(count, dtype=bool)
-        return np.fromiter(map(operator.is_not, types, repeat(_NONE)), dtype=bool, count=count)
+        return np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=count)
     if field_kinds == {kind}:
         return np.ones(count, dtype=bool)
-    return np.fromiter(map(operator.is_, types, repeat(kind)), dtype=bool, count=count)
+    return np.fromiter(map(operator.is_, map(type, values), repeat(kind)), dtype=bool, count=count)
 
 
 _NONE = type(None)
