@@ -93,21 +93,30 @@ def prepare_search(index: Index, request: SearchRequest, settings: Settings = DE
     fields = resolve_search_fields(request.search_fields, index.text_fields())
     words = plan_words(index.lexicon, request.query, request.typo_tolerance, index.cache, settings)
     matcher = WordMatcher(index, fields, frozenset(settings.typo_disabled_fields))
-    per_word = [matcher.docs(word, word.max_typos) for word in words]
     universe = _geo_universe(index, request)
     kept = len(words) if kept_words is None else max(min(kept_words, len(words)), min(1, len(words)))
     while True:
-        word_docs = universe
-        for docs in per_word[:kept]:
-            word_docs = word_docs & docs
-            if not word_docs:
-                break
+        word_docs = _docs_of_all(matcher, words[:kept], universe)
         candidates = _narrow(index, request, facet_filters, word_docs) if word_docs else BitMap()
         if candidates or kept <= 1 or kept_words is not None:
             break
         kept -= 1  # contract §3: drop words from the end while nothing matches (never the first)
     return SearchContext(index, request, fields, matcher, words[:kept], word_docs, facet_filters, candidates,
                          settings=settings)
+
+
+def _docs_of_all(matcher: WordMatcher, words: list[WordPlan], universe: AbstractBitMap) -> AbstractBitMap:
+    """Docs of ``universe`` holding every one of ``words``: the rarest word's docs first, then each
+    other word's docs within those (a common word is never unioned over its fields whole)."""
+    if not words:
+        return universe
+    order = sorted(words, key=matcher.estimate) if len(words) > 1 else words
+    docs = universe & matcher.docs(order[0], order[0].max_typos)
+    for word in order[1:]:
+        if not docs:
+            break
+        docs = matcher.docs_within(word, word.max_typos, docs)
+    return docs
 
 
 def _geo_universe(index: Index, request: SearchRequest) -> AbstractBitMap:

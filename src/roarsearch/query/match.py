@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyroaring import AbstractBitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import sorted_unique, union_all
 from roarsearch.index.index import Index
@@ -30,37 +30,53 @@ class WordMatcher:
     _cache: dict[tuple[int, int, str | None], AbstractBitMap] = field(default_factory=dict)
 
     def docs(self, word: WordPlan, max_typos: int, field: str | None = None) -> AbstractBitMap:
-        """Docs where ``word`` matches with at most ``max_typos`` typos (in ``field``, or any searched field)."""
+        """Docs where ``word`` matches with at most ``max_typos`` typos (in ``field``, or any searched
+        field: the union of each field's docs, which the attribute rule asks for next)."""
         key = (word.position, max_typos, field)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        fields = self.fields if field is None else [field]
-        disabled = self.typo_disabled_fields
-        shared_key = (word.text, word.prefix, max_typos, tuple(fields), len(word.variants), word.synonyms,
-                      tuple(name for name in fields if name in disabled))
         term_ids = word.term_ids(max_typos)
-        exact_ids = word.term_ids(0) if disabled else term_ids
-        single = [phrase[0] for phrase in word.synonyms if len(phrase) == 1]
-        phrases = word.phrase_synonyms()
-
-        def union() -> AbstractBitMap:
-            parts = [self.index.field_docs(name, (exact_ids if name in disabled else term_ids) + single)
-                     for name in fields]
-            if field is None and word.prefix is None and not phrases:
-                # Each part is the word's match set in that field: the attribute rule asks for them next.
-                for name, part in zip(fields, parts):
-                    self._cache.setdefault((word.position, max_typos, name), part)
-            if word.prefix is not None:
-                parts.extend(self.index.prefix_docs(name, word.prefix) for name in fields)
-            for phrase in phrases:
-                parts.extend(self.index.phrase_docs(name, phrase) for name in fields)
-            return _union([part for part in parts if part])
-
-        # A union of many postings is worth keeping until the next write.
-        result = self.index.cached_union(shared_key, union) if len(term_ids) > 8 else union()
+        if field is not None and field in self.typo_disabled_fields:
+            term_ids = word.term_ids(0)
+        if len(term_ids) > 8:  # a union of many postings is worth keeping until the next write
+            fields = self.fields if field is None else [field]
+            shared_key = (word.text, word.prefix, max_typos, tuple(fields), len(word.variants), word.synonyms,
+                          tuple(name for name in fields if name in self.typo_disabled_fields))
+            result = self.index.cached_union(shared_key, lambda: self._docs_now(word, max_typos, field, term_ids))
+        else:
+            result = self._docs_now(word, max_typos, field, term_ids)
         self._cache[key] = result
         return result
+
+    def _docs_now(self, word: WordPlan, max_typos: int, field: str | None, term_ids: list[int]) -> AbstractBitMap:
+        if field is None:
+            return _union([part for part in (self.docs(word, max_typos, name) for name in self.fields) if part])
+        if not word.synonyms and word.prefix is None:  # the common word: one lookup
+            return self.index.field_docs(field, term_ids)
+        parts = [self.index.field_docs(field, term_ids + [phrase[0] for phrase in word.synonyms if len(phrase) == 1])]
+        if word.prefix is not None:
+            parts.append(self.index.prefix_docs(field, word.prefix))
+        parts.extend(self.index.phrase_docs(field, phrase) for phrase in word.phrase_synonyms())
+        return _union([part for part in parts if part])
+
+    def docs_within(self, word: WordPlan, max_typos: int, within: AbstractBitMap) -> AbstractBitMap:
+        """``docs(word, max_typos) & within``, each field's part intersected first: a word common in
+        some fields is then never unioned whole (a few intersections with a small set instead)."""
+        whole = self._cache.get((word.position, max_typos, None))
+        if whole is not None:
+            return whole & within
+        return _union([part for part in (within & self.docs(word, max_typos, name) for name in self.fields) if part])
+
+    def estimate(self, word: WordPlan) -> int:
+        """How many docs ``word`` matches at most (the sum over fields): to intersect the rarest
+        word first."""
+        return sum(len(self.docs(word, word.max_typos, name)) for name in self.fields)
+
+    def exact_is_match(self, word: WordPlan) -> bool:
+        """Whether the word's exact docs (:meth:`exact_docs`) are its whole match set: no typo'd or
+        longer word to leave out."""
+        return word.prefix is None and all(variant.exact for variant in word.variants)
 
     def exact_docs(self, word: WordPlan) -> AbstractBitMap:
         """Docs where the word itself (no typo, not a longer word) occurs in a searched field
@@ -69,9 +85,7 @@ class WordMatcher:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        if word.prefix is None and all(variant.exact for variant in word.variants):
-            # No typo'd or longer word to leave out: the exact docs are the word's match set, which
-            # the match itself looked up already.
+        if self.exact_is_match(word):
             return self.docs(word, word.max_typos)
         term_ids = word.exact_term_ids()
         parts = [self.index.field_docs(name, term_ids) for name in self.fields] if term_ids else []
@@ -112,4 +126,6 @@ class WordMatcher:
 def _union(parts: list[AbstractBitMap]) -> AbstractBitMap:
     """The union of ``parts``; one part is returned as it is (match sets are only read, never
     changed in place: copying a large posting list per field and word cost more than its use)."""
+    if not parts:
+        return BitMap()
     return parts[0] if len(parts) == 1 else union_all(parts)

@@ -76,7 +76,8 @@ class RelevanceRules:
         reached = 0
         for word, budget in zip(self.words, budgets):
             reached += budget
-            per_typo = [self.matcher.docs(word, t) & candidates for t in range(budget + 1)]
+            # Within its whole budget a word matches every candidate (candidates hold every word).
+            per_typo = [self.matcher.docs_within(word, t, candidates) for t in range(budget)] + [candidates]
             # within[c] for c past the budgets seen so far equals within[reached]: pad with it.
             grown = [
                 BitMap.union(*[within[c - t] & per_typo[t] for t in range(min(c, budget) + 1)])
@@ -113,9 +114,10 @@ class RelevanceRules:
         remaining = candidates
         for offset, typos in ((0, 0), (len(fields), None)):
             for position, field in enumerate(fields):
-                in_field = BitMap.union(*[self.matcher.docs(word, word.max_typos if typos is None else typos, field)
-                                          for word in self.words])
-                bucket = remaining & in_field
+                # Each word's docs in the field within what is left, then their union: intersecting
+                # first keeps a common word's docs from being unioned whole.
+                bucket = BitMap.union(*[remaining & self.matcher.docs(word, word.max_typos if typos is None else typos, field)
+                                        for word in self.words])
                 if bucket:
                     remaining = remaining - bucket
                     yield offset + position, bucket
@@ -130,6 +132,8 @@ class RelevanceRules:
             return
         exact = candidates.copy()
         for word in self.words:
+            if self.matcher.exact_is_match(word):
+                continue  # its exact docs are its match set, which holds every candidate
             exact &= self.matcher.exact_docs(word)
             if not exact:
                 break
