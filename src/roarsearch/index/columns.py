@@ -24,6 +24,7 @@ structure derived from it elsewhere (per-value bitmaps in the index cache) is st
 from __future__ import annotations
 
 import threading
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
@@ -260,10 +261,12 @@ class ValueColumn:
         int is ever stored here (True == 1 would).
         """
         get = self.ids.get
-        found = list(map(get, keys))
-        if None in found:
+        found = np.fromiter(map(get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
+        absent = found < 0
+        if absent.any():
             self.version += 1
-            new_values = list(dict.fromkeys(key for key, value_id in zip(keys, found) if value_id is None))
+            missing = list(compress(keys, absent.tolist()))
+            new_values = list(dict.fromkeys(missing))
             start = len(self.values)
             self.ids.update(zip(new_values, range(start, start + len(new_values))))
             self.values.extend(new_values)
@@ -271,8 +274,8 @@ class ValueColumn:
                 self._extend_folded(new_values, start)
             self._fold_rank = None
             self._sort_ranks = None
-            found = list(map(get, keys))
-        return np.asarray(found, dtype=np.int64)
+            found[absent] = np.fromiter(map(get, missing), dtype=np.int64, count=len(missing))
+        return found
 
     def _extend_folded(self, new_values: list[Any], start: int) -> None:
         assert self._folded is not None and self._by_folded is not None
