@@ -8,7 +8,7 @@ data (term ids with typo counts); the bitmaps are looked up by :mod:`roarsearch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from roarsearch.analysis.analyzer import analyze
@@ -45,6 +45,11 @@ class WordPlan:
     #: Synonym phrases (settings): each a tuple of term ids, matched as adjacent words, at no
     #: typo and exact, in addition to the variants. A phrase with a word the lexicon lacks is left out.
     synonyms: tuple[tuple[int, ...], ...] = ()
+    #: The most typos any variant costs (derived: asked for many times per search).
+    max_typos: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "max_typos", max((v.typos for v in self.variants), default=0))
 
     def term_ids(self, max_typos: int | None = None) -> list[int]:
         return [v.term_id for v in self.variants if max_typos is None or v.typos <= max_typos]
@@ -61,10 +66,6 @@ class WordPlan:
     def phrase_synonyms(self) -> list[tuple[int, ...]]:
         """Synonyms of two or more words (matched as adjacent words)."""
         return [phrase for phrase in self.synonyms if len(phrase) > 1]
-
-    @property
-    def max_typos(self) -> int:
-        return max((v.typos for v in self.variants), default=0)
 
 
 def allowed_typos(word: str, typo_tolerance: int, one_typo: int = FIRST_TYPO_MIN_LENGTH,
