@@ -352,6 +352,7 @@ def add_records(index: Index, records: list[dict[str, Any]], payloads: list[byte
     commit_add(index, prepare_add(index, records, payloads))
 
 
+_NONE = type(None)
 _SCALAR_TEXT = frozenset((str, type(None)))
 _SCALAR_NUMBER = frozenset((int, float, type(None)))
 _LIST_OR_NONE = frozenset((list, type(None)))
@@ -473,8 +474,6 @@ def _held(values: list[Any], kind: type | None, field_kinds: set[type], count: i
         return np.ones(count, dtype=bool)
     return np.fromiter(map(operator.is_, map(type, values), repeat(kind)), dtype=bool, count=count)
 
-
-_NONE = type(None)
 
 
 def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarray,
