@@ -356,3 +356,33 @@ def test_a_durable_first_load_reopens_settled(tmp_path) -> None:
         index = engine._collections["c"].index
         assert all(len(postings._chunks) == 1 for postings in index.postings.values())
         assert _answers(engine) == expected
+
+
+def test_a_bulk_add_collects_garbage_less_often_and_restores_the_collector() -> None:
+    """While a load runs, the young-generation threshold is raised; it is put back afterwards,
+    after a failed load too, and left alone when something else changed it meanwhile."""
+    import gc
+
+    before = gc.get_threshold()
+    seen = []
+
+    def batches(fail: bool = False, retune: bool = False):  # type: ignore[no-untyped-def]
+        for number in range(3):
+            seen.append(gc.get_threshold()[0])
+            if retune and number == 2:
+                gc.set_threshold(5_000, *before[1:])
+            yield [{"id": number * 10 + i, "t": f"word{i}"} for i in range(10)]
+        if fail:
+            raise OSError("input went away")
+
+    try:
+        Engine().add_batches("c", batches())
+        assert min(seen[1:]) >= collection_module.BULK_GC_THRESHOLD  # (the first batch is read before the load starts)
+        assert gc.get_threshold() == before
+        with pytest.raises(OSError):
+            Engine().add_batches("c", batches(fail=True))
+        assert gc.get_threshold() == before
+        Engine().add_batches("c", batches(retune=True))
+        assert gc.get_threshold() == (5_000, *before[1:])  # someone else's setting: kept
+    finally:
+        gc.set_threshold(*before)
