@@ -425,6 +425,13 @@ class _Chunk:
         return terms
 
 
+def doc_mask(docs: np.ndarray) -> np.ndarray:
+    """Sorted doc ids as a dense boolean mask (length ``docs[-1] + 1``)."""
+    mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
+    mask[docs] = True
+    return mask
+
+
 def _gather_index(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Offsets ``lo[0]:hi[0]``, ``lo[1]:hi[1]``, … as one array."""
     lengths = hi - lo
@@ -902,9 +909,11 @@ class FieldPostings:
             held.sort()
         return found
 
-    def occurrences_in(self, term_ids: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def occurrences_in(self, term_ids: np.ndarray, docs: np.ndarray,
+                       mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in ``docs``
-        (sorted, unique doc ids), in no particular order; positions are uint32.
+        (sorted, unique doc ids), in no particular order; positions are uint32. ``mask``: ``docs``
+        as a dense boolean mask (index ``docs[-1]`` at least), when the caller has one to share.
 
         A few docs holding common terms (a multi-word query's matches) are looked up by binary
         search inside each term's doc-sorted slice, so cost follows ``docs`` × terms rather than
@@ -914,7 +923,6 @@ class FieldPostings:
         found_positions: list[np.ndarray] = []
         if docs.size == 0 or term_ids.size == 0:
             return _EMPTY_U32, _EMPTY_U32
-        mask: np.ndarray | None = None
         for chunk in list(self._chunks):
             spans = chunk.spans(term_ids)
             if spans is None:
@@ -959,14 +967,16 @@ class FieldPostings:
                 found_positions.append(positions[index])
                 continue
             if mask is None:
-                mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
-                mask[docs] = True
-            index = _gather_index(lo, hi)
-            gathered = chunk_docs[index]
+                mask = doc_mask(docs)
+            if lo.size == 1:  # one term: its tokens are one slice, no index to build
+                gathered, gathered_positions = chunk_docs[first:last], positions[first:last]
+            else:
+                index = _gather_index(lo, hi)
+                gathered, gathered_positions = chunk_docs[index], positions[index]
             inside = gathered < mask.size
             inside[inside] = mask[gathered[inside]]
             found_docs.append(gathered[inside])
-            found_positions.append(positions[index][inside])
+            found_positions.append(gathered_positions[inside])
         if not found_docs:
             return _EMPTY_U32, _EMPTY_U32
         if len(found_docs) == 1:

@@ -33,6 +33,7 @@ from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array, sorted_unique
 from roarsearch.index.docstore import DocStore
+from roarsearch.index.postings import doc_mask
 from roarsearch.query.match import WordMatcher
 from roarsearch.query.plan import WordPlan
 
@@ -172,6 +173,7 @@ class RelevanceRules:
         if docs.size <= FEW_DOCS and max(terms.size for terms in word_terms) <= FEW_TERMS:
             return self._few_proximity_costs(docs, word_terms, typo_free_terms, candidates)
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
+        mask = doc_mask(docs)  # shared by every word's lookup in every field
         for field in self.matcher.fields:
             postings = self.matcher.index.postings.get(field)
             if postings is None:
@@ -180,7 +182,7 @@ class RelevanceRules:
             # Positions are read only for words some of the docs hold in this field next to a
             # word they also hold there (the field's word bitmaps say so, at a bitmap test each).
             present = [self._present(word, field, candidates) for word in self.words]
-            occurrences = [postings.occurrences_in(terms, docs)
+            occurrences = [postings.occurrences_in(terms, docs, mask)
                            if present[position] and ((position and present[position - 1])
                                                      or (position < pair_count and present[position + 1]))
                            else None
