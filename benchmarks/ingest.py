@@ -7,9 +7,12 @@ What's measured, per engine, each in its own processes (so every memory figure i
   ``optimize`` after the load) and reports records/s over the whole build (wall clock, JSON parsing
   included — it is also reported on its own; the build's CPU seconds, all threads, are reported
   too, as the machine may be shared), the process's peak resident memory (``VmHWM``,
-  which starts afresh at exec; read before the reopen below) plus the peak of any helper
-  process it started and reaped during the build (roarsearch's analysis worker: the two
-  peaks summed, as if they coincided), and its resident memory after the
+  which starts afresh at exec; read before the reopen below), with any helper process it
+  started and reaped during the build counted in (roarsearch's analysis worker: its peak added
+  to the process's peak as it was when the worker was reaped, as if both peaked at once; the
+  larger of that and the process's own peak — an upper bound of what both held at any one
+  time, without adding the worker to the final merge that runs after it is gone), and its
+  resident memory after the
   build returned, ``gc.collect()`` ran, and the index was reopened in that same process with one
   query asked (``VmRSS``: what a process that has indexed and now serves its index holds; the
   figure right after the build closed is ``rss_after_close_mb`` in the JSON);
@@ -91,10 +94,12 @@ def child_build(engine: str, corpus_name: str, records: int, directory: str) -> 
     closed_mb = status_mb("VmRSS")
     # roarsearch's analysis worker process: its own peak (``VmHWM`` it reported; the kernel's
     # figure for reaped children also counts the parent's memory it was forked from) is added to
-    # this process's, as if both peaked at once (an upper bound).
-    helper_mb = _helper_peak_mb(engine)
+    # this process's peak as it was when the worker was reaped, as if both peaked at once; after
+    # that only this process holds memory (a first load's final merge). An upper bound of the two
+    # processes' resident memory at any one time.
+    helper_mb, process_at_helper_exit_mb = _helper_peak_mb(engine)
     process_peak_mb = status_mb("VmHWM")
-    peak_mb = process_peak_mb + helper_mb
+    peak_mb = max(process_peak_mb, process_at_helper_exit_mb + helper_mb)
     # The process that indexed now serves what it built: reopen it here and ask one query.
     adapter.open()
     adapter.search("one_word_medium", _first_query(corpus_name))
@@ -105,15 +110,17 @@ def child_build(engine: str, corpus_name: str, records: int, directory: str) -> 
             "records_per_s": round(built / build_s), "cpu_s": round(cpu_s, 2), "rss_start_mb": round(start_mb, 1),
             "rss_after_close_mb": round(closed_mb, 1), "rss_after_build_mb": round(serving_mb, 1),
             "peak_rss_mb": round(peak_mb, 1), "process_peak_rss_mb": round(process_peak_mb, 1),
-            "helper_peak_rss_mb": round(helper_mb, 1)}
+            "helper_peak_rss_mb": round(helper_mb, 1),
+            "process_peak_at_helper_exit_rss_mb": round(process_at_helper_exit_mb, 1)}
 
 
-def _helper_peak_mb(engine: str) -> float:
+def _helper_peak_mb(engine: str) -> tuple[float, float]:
+    """(the helper processes' peak, this process's peak when it reaped the last of them), in MB."""
     if engine != "roarsearch":
-        return 0.0
-    from roarsearch.analysis.worker import peak_rss_mb
+        return 0.0, 0.0
+    from roarsearch.analysis.worker import caller_peak_at_close_mb, peak_rss_mb
 
-    return peak_rss_mb()
+    return peak_rss_mb(), caller_peak_at_close_mb()
 
 
 def _first_query(corpus_name: str) -> dict[str, Any]:

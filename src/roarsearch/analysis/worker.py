@@ -47,6 +47,9 @@ _LENGTH = struct.Struct("<Q")
 #: The largest peak resident memory (KiB) any analysis worker of this process reported: a
 #: helper's own figure (``VmHWM`` after its exec), for benchmarks that count helpers' memory.
 _peak_kib = 0
+#: This process's own peak resident memory (KiB) when it last reaped a helper: what it held at
+#: most while a helper lived (its memory after that, a load's final merge, never met a helper's).
+_caller_peak_at_close_kib = 0
 #: Linux's F_SETPIPE_SZ: bigger pipes move a batch in fewer wake-ups (best effort).
 _SET_PIPE_SIZE = 1031
 _PIPE_BYTES = 1 << 20
@@ -208,6 +211,8 @@ class AnalysisWorker:
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+        global _caller_peak_at_close_kib
+        _caller_peak_at_close_kib = max(_caller_peak_at_close_kib, _own_peak_kib())
 
 
 def _record_peak(kib: int) -> None:
@@ -218,6 +223,12 @@ def _record_peak(kib: int) -> None:
 def peak_rss_mb() -> float:
     """The largest peak resident memory (MB) an analysis worker of this process has reported."""
     return _peak_kib / 1024
+
+
+def caller_peak_at_close_mb() -> float:
+    """This process's peak resident memory (MB) as it was when it last reaped a helper: with
+    :func:`peak_rss_mb`, what a benchmark adds up as held by both at once at most."""
+    return _caller_peak_at_close_kib / 1024
 
 
 def _own_peak_kib() -> int:

@@ -149,6 +149,8 @@ def test_the_worker_analyses_as_the_writer_does() -> None:
     finally:
         helper.close()
     assert result is not None and worker_module.peak_rss_mb() > 0
+    # This process's peak when it reaped the helper: what it held at most while the helper lived.
+    assert 0 < worker_module.caller_peak_at_close_mb() <= worker_module._own_peak_kib() / 1024
     analysed, term_ids = result
     assert term_ids is None  # no lexicon to map to
     expected = worker_module.analyze_fields(texts)
