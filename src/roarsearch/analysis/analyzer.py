@@ -197,9 +197,9 @@ def _number_by_keys(spaced: bytes, seen: dict[bytes, int], numbering: Iterator[i
     """:func:`_slice_tokens`' numbering in numpy, with Python work per distinct term only: tokens
     are the runs of bytes between spaces and NULs; a token of at most 16 bytes is its bytes read
     as two little-endian 64-bit words (exact: no token holds a NUL), a longer one is numbered by a
-    dict. Mixed into one 64-bit key, tokens are grouped by one sort; every token is then checked
-    against its group's first token part by part, so a collision of mixed keys is never trusted
-    (None: the caller numbers the slice token by token instead)."""
+    dict. Mixed into one 64-bit key, tokens are grouped by one sort; every token is then compared
+    part by part with the one before it in key order, so a collision of mixed keys is never
+    trusted (None: the caller numbers the slice token by token instead)."""
     size = len(spaced)
     padded = np.frombuffer(spaced + bytes(_WORD_KEY_BYTES), dtype=np.uint8)
     chars = padded[:size]

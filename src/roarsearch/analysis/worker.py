@@ -211,13 +211,17 @@ class AnalysisWorker:
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
-        global _caller_peak_at_close_kib
-        _caller_peak_at_close_kib = max(_caller_peak_at_close_kib, _own_peak_kib())
+        _record_caller_peak(_own_peak_kib())
 
 
 def _record_peak(kib: int) -> None:
     global _peak_kib
     _peak_kib = max(_peak_kib, kib)
+
+
+def _record_caller_peak(kib: int) -> None:
+    global _caller_peak_at_close_kib
+    _caller_peak_at_close_kib = max(_caller_peak_at_close_kib, kib)
 
 
 def peak_rss_mb() -> float:
