@@ -663,28 +663,20 @@ class FieldPostings:
         #: (:meth:`settle` merges everything once, or :meth:`resume_merges` lets them run).
         self.merge_limit: int | None = None
 
-    def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray, order: np.ndarray | None = None) -> None:
-        """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field);
-        ``order``: their stable order by term, if the caller has it."""
-        plan = self.plan_add(docs, terms, positions, order)
-        if plan is not None:
-            self.commit_add(plan, docs)
-
-    def plan_add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray,
-                 order: np.ndarray | None = None) -> PostingsPlan | None:
-        """What :meth:`add` does (the batch's chunk, the merges it causes), computed without changing
-        anything, so that a write does it while searches run; then :meth:`commit_add`. None: no tokens."""
+    def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray) -> None:
+        """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field)."""
         if docs.size == 0:
-            return None
-        # One stable sort by term groups the batch; docs stay ascending within a term.
-        if order is None:
-            order = np.argsort(terms, kind="stable")
-        return self._plan(_Chunk.from_sorted(terms[order], docs[order], positions[order]))
+            return
+        # One stable sort by term groups the tokens; docs stay ascending within a term.
+        order = np.argsort(terms, kind="stable")
+        self.commit_add(self._plan(_Chunk.from_sorted(terms[order], docs[order], positions[order])), docs)
 
-    def plan_grouped(self, term_ids: np.ndarray, counts: np.ndarray, docs: np.ndarray,
-                     positions: np.ndarray) -> PostingsPlan | None:
-        """:meth:`plan_add` of tokens grouped by term (``counts`` tokens of each of ``term_ids``,
-        distinct, in any order; each term's tokens in doc order), as the analyzer groups them."""
+    def plan_add(self, term_ids: np.ndarray, counts: np.ndarray, docs: np.ndarray,
+                 positions: np.ndarray) -> PostingsPlan | None:
+        """A batch's chunk and the merges it causes, computed without changing anything, so that a
+        write does it while searches run; then :meth:`commit_add`. The tokens come grouped by term,
+        as the analyzer groups them: ``counts`` tokens of each of ``term_ids`` (distinct, in any
+        order), each term's tokens in doc order. None: no tokens."""
         if docs.size == 0:
             return None
         return self._plan(_Chunk.from_groups(term_ids, counts, docs, positions))

@@ -320,7 +320,7 @@ def _prepare_fields(index: Index, records: list[dict[str, Any]], ahead: Collecte
         if field_postings is None:  # a new field: installed by the commit
             field_postings = FieldPostings()
             field_postings.merge_limit = index.bulk_merge_limit
-        plan = field_postings.plan_grouped(ids, counts, docs, positions)
+        plan = field_postings.plan_add(ids, counts, docs, positions)
         if plan is not None:
             postings[path] = (field_postings, plan, text_docs[valued])
     return by_field, ahead.first_texts, new_terms, first_term, postings
@@ -353,9 +353,9 @@ def add_records(index: Index, records: list[dict[str, Any]], payloads: list[byte
 
 
 _NONE = type(None)
-_SCALAR_TEXT = frozenset((str, type(None)))
-_SCALAR_NUMBER = frozenset((int, float, type(None)))
-_LIST_OR_NONE = frozenset((list, type(None)))
+_SCALAR_TEXT = frozenset((str, _NONE))
+_SCALAR_NUMBER = frozenset((int, float, _NONE))
+_LIST_OR_NONE = frozenset((list, _NONE))
 _TEXT_ONLY = frozenset((str,))
 _FLAT_KINDS = frozenset((str, int, float, bool, list, type(None)))
 _NESTED_KINDS = frozenset((dict, list))
@@ -473,7 +473,6 @@ def _held(values: list[Any], kind: type | None, field_kinds: set[type], count: i
     if field_kinds == {kind}:
         return np.ones(count, dtype=bool)
     return np.fromiter(map(operator.is_, map(type, values), repeat(kind)), dtype=bool, count=count)
-
 
 
 def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarray,

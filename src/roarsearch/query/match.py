@@ -73,11 +73,6 @@ class WordMatcher:
         word first."""
         return sum(len(self.docs(word, word.max_typos, name)) for name in self.fields)
 
-    def exact_is_match(self, word: WordPlan) -> bool:
-        """Whether the word's exact docs (:meth:`exact_docs`) are its whole match set: no typo'd or
-        longer word to leave out."""
-        return word.prefix is None and all(variant.exact for variant in word.variants)
-
     def exact_docs(self, word: WordPlan) -> AbstractBitMap:
         """Docs where the word itself (no typo, not a longer word) occurs in a searched field
         (memoised: the exactness rule asks once per bucket it splits)."""
@@ -85,7 +80,7 @@ class WordMatcher:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        if self.exact_is_match(word):
+        if word.is_exact_only():
             return self.docs(word, word.max_typos)
         term_ids = word.exact_term_ids()
         parts = [self.index.field_docs(name, term_ids) for name in self.fields] if term_ids else []

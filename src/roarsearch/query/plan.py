@@ -63,6 +63,11 @@ class WordPlan:
         return ([v.term_id for v in self.variants if v.whole and (max_typos is None or v.typos <= max_typos)]
                 + [p[0] for p in self.synonyms if len(p) == 1])
 
+    def is_exact_only(self) -> bool:
+        """Whether every term the word matches is the word itself: no typo'd or longer word (its
+        exact docs are then its whole match set)."""
+        return self.prefix is None and all(variant.exact for variant in self.variants)
+
     def phrase_synonyms(self) -> list[tuple[int, ...]]:
         """Synonyms of two or more words (matched as adjacent words)."""
         return [phrase for phrase in self.synonyms if len(phrase) > 1]

@@ -133,7 +133,7 @@ class RelevanceRules:
             return
         exact = candidates.copy()
         for word in self.words:
-            if self.matcher.exact_is_match(word):
+            if word.is_exact_only():
                 continue  # its exact docs are its match set, which holds every candidate
             exact &= self.matcher.exact_docs(word)
             if not exact:
