@@ -432,6 +432,21 @@ def doc_mask(docs: np.ndarray) -> np.ndarray:
     return mask
 
 
+class DocMask:
+    """:func:`doc_mask` of one doc set, made on first need and shared by the lookups that need it
+    (a mask as long as the largest doc id costs more than the lookups of a few rare terms)."""
+
+    __slots__ = ("_mask",)
+
+    def __init__(self) -> None:
+        self._mask: np.ndarray | None = None
+
+    def of(self, docs: np.ndarray) -> np.ndarray:
+        if self._mask is None:
+            self._mask = doc_mask(docs)
+        return self._mask
+
+
 def _gather_index(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Offsets ``lo[0]:hi[0]``, ``lo[1]:hi[1]``, … as one array."""
     lengths = hi - lo
@@ -902,10 +917,12 @@ class FieldPostings:
         return found
 
     def occurrences_in(self, term_ids: np.ndarray, docs: np.ndarray,
-                       mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                       mask: DocMask | None = None, whole_up_to: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in ``docs``
         (sorted, unique doc ids), in no particular order; positions are uint32. ``mask``: ``docs``
-        as a dense boolean mask (index ``docs[-1]`` at least), when the caller has one to share.
+        as a dense boolean mask made on first need, when the caller shares one between lookups.
+        ``whole_up_to``: terms with at most this many tokens in a chunk come whole, other docs'
+        tokens included — for a caller that drops those later at less cost than a lookup.
 
         A few docs holding common terms (a multi-word query's matches) are looked up by binary
         search inside each term's doc-sorted slice, so cost follows ``docs`` × terms rather than
@@ -924,6 +941,10 @@ class FieldPostings:
                 first, last = int(lo[0]), int(hi[0])
                 total = last - first
                 chunk_docs, positions = chunk.docs_in(first, last), chunk.positions_in(first, last)
+                if total <= whole_up_to:
+                    found_docs.append(chunk_docs[first:last])
+                    found_positions.append(positions[first:last])
+                    continue
                 lowest, highest = chunk_docs[first], chunk_docs[last - 1]
             else:
                 total = int((hi - lo).sum())
@@ -958,15 +979,14 @@ class FieldPostings:
                 found_docs.append(chunk_docs[index])
                 found_positions.append(positions[index])
                 continue
-            if mask is None:
-                mask = doc_mask(docs)
+            dense = doc_mask(docs) if mask is None else mask.of(docs)
             if lo.size == 1:  # one term: its tokens are one slice, no index to build
                 gathered, gathered_positions = chunk_docs[first:last], positions[first:last]
             else:
                 index = _gather_index(lo, hi)
                 gathered, gathered_positions = chunk_docs[index], positions[index]
-            inside = gathered < mask.size
-            inside[inside] = mask[gathered[inside]]
+            inside = gathered < dense.size
+            inside[inside] = dense[gathered[inside]]
             found_docs.append(gathered[inside])
             found_positions.append(gathered_positions[inside])
         if not found_docs:

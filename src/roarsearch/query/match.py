@@ -110,6 +110,9 @@ class WordMatcher:
     def term_ids(self, word: WordPlan, typo_free: bool = False) -> np.ndarray:
         """Every term id the word may match (typo variants — none when ``typo_free``, as in a
         typo-disabled field —, every word of its synonyms and, for a prefix, all its completions)."""
+        if (not word.synonyms and word.prefix is None and len(word.variants) == 1
+                and not (typo_free and word.variants[0].typos)):  # the common word: one term
+            return np.asarray([word.variants[0].term_id], dtype=np.uint32)
         ids = np.asarray(word.term_ids(0 if typo_free else None) + [term for phrase in word.synonyms for term in phrase],
                          dtype=np.uint32)
         ids = sorted_unique(ids)

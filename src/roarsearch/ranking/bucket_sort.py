@@ -33,7 +33,7 @@ from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array, sorted_unique
 from roarsearch.index.docstore import DocStore
-from roarsearch.index.postings import doc_mask
+from roarsearch.index.postings import DocMask
 from roarsearch.query.match import WordMatcher
 from roarsearch.query.plan import WordPlan
 
@@ -173,7 +173,7 @@ class RelevanceRules:
         if docs.size <= FEW_DOCS and max(terms.size for terms in word_terms) <= FEW_TERMS:
             return self._few_proximity_costs(docs, word_terms, typo_free_terms, candidates)
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
-        mask = doc_mask(docs)  # shared by every word's lookup in every field
+        mask = DocMask()  # shared by every word's lookup in every field that needs it
         for field in self.matcher.fields:
             postings = self.matcher.index.postings.get(field)
             if postings is None:
@@ -182,7 +182,7 @@ class RelevanceRules:
             # Positions are read only for words some of the docs hold in this field next to a
             # word they also hold there (the field's word bitmaps say so, at a bitmap test each).
             present = [self._present(word, field, candidates) for word in self.words]
-            occurrences = [postings.occurrences_in(terms, docs, mask)
+            occurrences = [postings.occurrences_in(terms, docs, mask, WHOLE_TOKENS)
                            if present[position] and ((position and present[position - 1])
                                                      or (position < pair_count and present[position + 1]))
                            else None
@@ -197,7 +197,11 @@ class RelevanceRules:
                     continue
                 pair_docs, pair_best = distance
                 slots = np.searchsorted(docs, pair_docs)  # each doc once per pair: no ufunc.at needed
-                best[pair, slots] = np.minimum(best[pair, slots], pair_best)
+                # A rare term's tokens were read whole: the pairs of docs that are not candidates go.
+                ours = slots < docs.size
+                ours[ours] = docs[slots[ours]] == pair_docs[ours]
+                slots = slots[ours]
+                best[pair, slots] = np.minimum(best[pair, slots], pair_best[ours])
         costs: np.ndarray = best.sum(axis=0)
         return costs
 
@@ -307,6 +311,10 @@ def _pair_distance(
 #: Positions below this pack into a sort key with their doc id and word side (see :func:`_pair_distance`).
 _PACKED_POSITION_LIMIT = 1 << 31
 
+
+#: A word's terms with at most this many tokens in a field are read whole for the proximity rule
+#: (other docs' tokens included, dropped after): cheaper than looking the candidates up in them.
+WHOLE_TOKENS = 2048
 
 #: Match sets of at most this many docs, of words with at most :data:`FEW_TERMS` terms each (no
 #: wide typo or prefix expansion), take their proximity from per-doc position lists in Python.
