@@ -95,6 +95,8 @@ _SEARCHED_TERMS = 16
 _SEARCH_COST = 16
 
 _EMPTY_U32 = np.empty(0, dtype=np.uint32)
+#: ``positions_in`` reads the positions spanning its docs' tokens of a term as one list up to this many.
+_SPAN_READ_WHOLE = 2048
 
 #: Saved token columns are compressed in independent blocks of this many values, so that a query
 #: inflates only the blocks holding the terms it reads: a first-seen rare word costs one block per
@@ -905,6 +907,19 @@ class FieldPostings:
                 positions = chunk.positions_in(start, end)
                 lows = term_docs.searchsorted(keys, side="left").tolist()
                 highs = term_docs.searchsorted(keys, side="right").tolist()
+                # The docs' tokens lie in order within one span of the term's: read as one list
+                # when it is short (a slice of a list costs a fraction of a numpy slice's tolist).
+                base, top = lows[0], highs[-1]
+                if top - base <= _SPAN_READ_WHOLE:
+                    span: list[int] = positions[start + base:start + top].tolist()
+                    for doc, low, high in zip(docs, lows, highs):
+                        if high > low:
+                            held = found.get(doc)
+                            if held is None:
+                                found[doc] = span[low - base:high - base]
+                            else:
+                                held.extend(span[low - base:high - base])
+                    continue
                 for doc, low, high in zip(docs, lows, highs):
                     if high > low:
                         held = found.get(doc)
@@ -921,8 +936,8 @@ class FieldPostings:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in ``docs``
         (sorted, unique doc ids), in no particular order; positions are uint32. ``mask``: ``docs``
         as a dense boolean mask made on first need, when the caller shares one between lookups.
-        ``whole_up_to``: terms with at most this many tokens in a chunk come whole, other docs'
-        tokens included — for a caller that drops those later at less cost than a lookup.
+        ``whole_up_to``: a lone term with at most this many tokens in a chunk comes whole, other
+        docs' tokens included — for a caller that drops those later at less cost than a lookup.
 
         A few docs holding common terms (a multi-word query's matches) are looked up by binary
         search inside each term's doc-sorted slice, so cost follows ``docs`` × terms rather than

@@ -66,11 +66,13 @@ def warnings_for(held: frozenset[str], request: SearchRequest, facet: str | None
     union over its shards, so its warnings equal one engine's)."""
     warnings: list[str] = []
     seen: set[tuple[str, str]] = set()
-    choices = sorted(held)
+    choices: list[str] | None = None  # sorted only when a warning needs a suggestion
     for place, name in _places(request, facet):
         if name in SPECIAL or name in held or (place, name) in seen:
             continue
         seen.add((place, name))
+        if choices is None:
+            choices = sorted(held)
         guess = process.extractOne(name, choices, score_cutoff=60) if choices else None
         hint = f"; did you mean '{guess[0]}'?" if guess else ""
         warnings.append(f"{place}: no record has the field '{name}'{hint}")

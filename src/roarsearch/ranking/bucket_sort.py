@@ -244,7 +244,7 @@ class RelevanceRules:
     def _present(self, word: WordPlan, field: str, candidates: AbstractBitMap | None) -> bool:
         """Whether some of ``candidates`` may hold ``word``'s terms in ``field`` (True when unknown:
         without the docs, or for a word whose multi-word synonyms' words its bitmaps do not cover)."""
-        if candidates is None or word.phrase_synonyms():
+        if candidates is None or (word.synonyms and word.phrase_synonyms()):
             return True
         return bool(self.matcher.docs(word, word.max_typos, field).intersect(candidates))
 

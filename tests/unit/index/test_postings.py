@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roarsearch.index.postings import FieldPostings, _Chunk
+from roarsearch.index import postings as postings_module
+from roarsearch.index.postings import DocMask, FieldPostings, _Chunk
 
 
 def _postings(seed: int, batches: int) -> FieldPostings:
@@ -93,3 +94,39 @@ def test_a_chunk_from_term_groups_equals_one_from_term_sorted_tokens(tokens: lis
     assert from_groups.docs.tolist() == from_sorted.docs.tolist()
     assert from_groups.positions.tolist() == from_sorted.positions.tolist()
     assert from_groups.positions.dtype == from_sorted.positions.dtype
+
+
+@pytest.mark.parametrize("span_limit", [0, 2048])
+@pytest.mark.parametrize("seed", range(6))
+def test_positions_in_matches_the_masked_gather(seed: int, span_limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each doc's positions, read per doc or as one span of the term's tokens (both paths), are
+    its tokens' positions in order, over several chunks and several terms."""
+    monkeypatch.setattr(postings_module, "_SPAN_READ_WHOLE", span_limit)
+    postings = _postings(seed, 1 + seed % 3)
+    generator = np.random.default_rng(seed)
+    docs = np.unique(generator.integers(0, 300 * (1 + seed % 3) + 5, 1 + seed * 7)).astype(np.uint32)
+    mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
+    mask[docs] = True
+    for terms in ([0], [2, 3], [7], [1, 4, 9]):
+        expected: dict[int, list[int]] = {}
+        for doc, position in _sorted_pairs(*postings.occurrences(np.asarray(terms, dtype=np.uint32), mask)):
+            expected.setdefault(doc, []).append(position)
+        assert postings.positions_in(terms, docs.tolist()) == expected
+
+
+@pytest.mark.parametrize("whole_up_to", [0, 50, 10_000])
+def test_occurrences_in_may_read_a_rare_term_whole(whole_up_to: int) -> None:
+    """With ``whole_up_to``, a lone term of at most that many tokens comes whole (other docs included);
+    restricted to the docs asked for, the answer is the same."""
+    postings = _postings(5, 2)
+    docs = np.asarray([3, 17, 250, 301, 599], dtype=np.uint32)
+    mask = np.zeros(600, dtype=bool)
+    mask[docs] = True
+    for terms in ([0], [1, 2], [9]):
+        term_ids = np.asarray(terms, dtype=np.uint32)
+        found_docs, found_positions = postings.occurrences_in(term_ids, docs, DocMask(), whole_up_to)
+        mine = [(doc, position) for doc, position in _sorted_pairs(found_docs, found_positions) if doc in set(docs.tolist())]
+        assert mine == _sorted_pairs(*postings.occurrences(term_ids, mask))
+        term_tokens = postings.occurrences(term_ids, np.ones(600, dtype=bool))[0].size
+        if len(terms) == 1 and term_tokens and term_tokens <= whole_up_to:
+            assert found_docs.size == term_tokens  # read whole: every doc's tokens
