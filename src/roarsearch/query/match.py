@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
-from roarsearch.index.bitmaps import sorted_unique, union_all
+from roarsearch.index.bitmaps import EMPTY, sorted_unique, union_all
 from roarsearch.index.index import Index
 from roarsearch.query.plan import WordPlan
 
@@ -36,6 +36,13 @@ class WordMatcher:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        if field is not None and not word.synonyms and word.prefix is None and len(word.variants) == 1:
+            # The common word, one term in one field: its cached posting bitmap, looked up directly.
+            variant = word.variants[0]
+            typos = 0 if field in self.typo_disabled_fields else max_typos
+            result = self.index.field_docs(field, [variant.term_id]) if variant.typos <= typos else EMPTY
+            self._cache[key] = result
+            return result
         term_ids = word.term_ids(max_typos)
         if field is not None and field in self.typo_disabled_fields:
             term_ids = word.term_ids(0)

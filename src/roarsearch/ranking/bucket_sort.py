@@ -131,10 +131,12 @@ class RelevanceRules:
         if not self.words:
             yield 0, candidates
             return
+        inexact = [word for word in self.words if not word.is_exact_only()]
+        if not inexact:  # each word's exact docs are its match set, which holds every candidate
+            yield 0, candidates
+            return
         exact = candidates.copy()
-        for word in self.words:
-            if word.is_exact_only():
-                continue  # its exact docs are its match set, which holds every candidate
+        for word in inexact:
             exact &= self.matcher.exact_docs(word)
             if not exact:
                 break
