@@ -290,7 +290,8 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
     filter_text = _string(merged, "filter") if "filter" in given else ""  # the parser limits it to 16 KiB
     sort = _sort_keys(merged) if "sort" in given else ()
     numeric_facets = _interval_lists(merged, "numericFacets") if "numericFacets" in given else {}
-    check_distance_uses(geo, [key.field for key in sort], numeric_facets)
+    if sort or numeric_facets:
+        check_distance_uses(geo, [key.field for key in sort], numeric_facets)
     request = SearchRequest(
         collection=collection,
         query=_string(merged, "query", MAX_QUERY_LENGTH),

@@ -833,6 +833,13 @@ class FieldPostings:
             return EMPTY
         return found[0] if len(found) == 1 else union_all(found)
 
+    def term_docs(self, term: int) -> AbstractBitMap:
+        """One term's docs (shared: never changed in place)."""
+        bitmap = self.terms.get(term)
+        if bitmap is None:
+            bitmap = self._get(term)
+        return EMPTY if bitmap is None else bitmap
+
     def _get(self, term: int) -> AbstractBitMap | None:
         """A term's bitmap (built on first use); None when the term never occurred in this field."""
         bitmap = self.terms.get(term)
@@ -898,7 +905,10 @@ class FieldPostings:
         if not docs:
             return found
         keys = np.asarray(docs, dtype=np.uint32)
-        for chunk in list(self._chunks):
+        chunks = list(self._chunks)
+        # One term in one chunk: each doc's positions are one run, in order, of one list.
+        alone = len(chunks) == 1 and len(term_ids) == 1
+        for chunk in chunks:
             for term in term_ids:
                 start, end = chunk.range_of(term)
                 if end == start:
@@ -912,6 +922,8 @@ class FieldPostings:
                 base, top = lows[0], highs[-1]
                 if top - base <= _SPAN_READ_WHOLE:
                     span: list[int] = positions[start + base:start + top].tolist()
+                    if alone:
+                        return {doc: span[low - base:high - base] for doc, low, high in zip(docs, lows, highs) if high > low}
                     for doc, low, high in zip(docs, lows, highs):
                         if high > low:
                             held = found.get(doc)

@@ -40,7 +40,9 @@ class WordMatcher:
             # The common word, one term in one field: its cached posting bitmap, looked up directly.
             variant = word.variants[0]
             typos = 0 if field in self.typo_disabled_fields else max_typos
-            result = self.index.field_docs(field, [variant.term_id]) if variant.typos <= typos else EMPTY
+            postings = self.index.postings.get(field)
+            result = (postings.term_docs(variant.term_id) if postings is not None and variant.typos <= typos
+                      else EMPTY)
             self._cache[key] = result
             return result
         term_ids = word.term_ids(max_typos)
