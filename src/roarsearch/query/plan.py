@@ -31,9 +31,10 @@ class Variant:
     whole: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WordPlan:
-    """A query word and every term it matches."""
+    """A query word and every term it matches. Never changed once made (not frozen: a search makes
+    one per word, and a frozen dataclass costs more to make)."""
 
     text: str
     position: int
@@ -49,7 +50,7 @@ class WordPlan:
     max_typos: int = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "max_typos", max((v.typos for v in self.variants), default=0))
+        self.max_typos = max((v.typos for v in self.variants), default=0)
 
     def term_ids(self, max_typos: int | None = None) -> list[int]:
         return [v.term_id for v in self.variants if max_typos is None or v.typos <= max_typos]

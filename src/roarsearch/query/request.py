@@ -24,9 +24,11 @@ class SortKey:
     descending: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SearchRequest:
-    """A validated search request with every default applied."""
+    """A validated search request with every default applied. Never changed once made (a changed
+    copy is made with ``dataclasses.replace``); not frozen because a frozen dataclass of 22 fields
+    costs every search 1.5 microseconds more to make."""
 
     collection: str
     query: str = ""

@@ -236,7 +236,12 @@ class RelevanceRules:
                     left_positions = left.get(doc)
                     if left_positions is None:
                         continue
-                    cost = _closest(left_positions, right_positions)
+                    if len(left_positions) == 1 and len(right_positions) == 1:  # most often: one each
+                        gap = right_positions[0] - left_positions[0]
+                        # As _closest: in reading order the gap less one (none when 0 or 1), reversed the gap.
+                        cost = min((gap - 1 if gap > 1 else 0) if gap >= 0 else -gap, PROXIMITY_CAP)
+                    else:
+                        cost = _closest(left_positions, right_positions)
                     slot = slot_of[doc]
                     if cost < row[slot]:
                         row[slot] = cost
