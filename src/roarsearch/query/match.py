@@ -28,6 +28,7 @@ class WordMatcher:
     #: Fields where words match only without typos (settings' ``typoDisabledFields``).
     typo_disabled_fields: frozenset[str] = frozenset()
     _cache: dict[tuple[int, int, str | None], AbstractBitMap] = field(default_factory=dict)
+    _parts: dict[tuple[int, int], list[AbstractBitMap]] = field(default_factory=dict)
 
     def docs(self, word: WordPlan, max_typos: int, field: str | None = None) -> AbstractBitMap:
         """Docs where ``word`` matches with at most ``max_typos`` typos (in ``field``, or any searched
@@ -58,9 +59,18 @@ class WordMatcher:
         self._cache[key] = result
         return result
 
+    def field_parts(self, word: WordPlan, max_typos: int) -> list[AbstractBitMap]:
+        """:meth:`docs` of the word in each searched field, in field order (memoised: the match
+        set, the attribute rule and the proximity rule each ask for them)."""
+        key = (word.position, max_typos)
+        parts = self._parts.get(key)
+        if parts is None:
+            parts = self._parts[key] = [self.docs(word, max_typos, name) for name in self.fields]
+        return parts
+
     def _docs_now(self, word: WordPlan, max_typos: int, field: str | None, term_ids: list[int]) -> AbstractBitMap:
         if field is None:
-            return _union([part for part in (self.docs(word, max_typos, name) for name in self.fields) if part])
+            return _union([part for part in self.field_parts(word, max_typos) if part])
         if not word.synonyms and word.prefix is None:  # the common word: one lookup
             return self.index.field_docs(field, term_ids)
         parts = [self.index.field_docs(field, term_ids + [phrase[0] for phrase in word.synonyms if len(phrase) == 1])]
@@ -75,12 +85,12 @@ class WordMatcher:
         whole = self._cache.get((word.position, max_typos, None))
         if whole is not None:
             return whole & within
-        return _union([part for part in (within & self.docs(word, max_typos, name) for name in self.fields) if part])
+        return _union([hit for hit in (within & part for part in self.field_parts(word, max_typos) if part) if hit])
 
     def estimate(self, word: WordPlan) -> int:
         """How many docs ``word`` matches at most (the sum over fields): to intersect the rarest
         word first."""
-        return sum(len(self.docs(word, word.max_typos, name)) for name in self.fields)
+        return sum(map(len, self.field_parts(word, word.max_typos)))
 
     def exact_docs(self, word: WordPlan) -> AbstractBitMap:
         """Docs where the word itself (no typo, not a longer word) occurs in a searched field

@@ -114,11 +114,11 @@ class RelevanceRules:
         # title ("Banks" for "hanks") must not outrank the exact word in the second field.
         remaining = candidates
         for offset, typos in ((0, 0), (len(fields), None)):
-            for position, field in enumerate(fields):
+            parts = [self.matcher.field_parts(word, word.max_typos if typos is None else typos) for word in self.words]
+            for position in range(len(fields)):
                 # Each word's docs in the field within what is left, then their union: intersecting
                 # first keeps a common word's docs from being unioned whole.
-                bucket = BitMap.union(*[remaining & self.matcher.docs(word, word.max_typos if typos is None else typos, field)
-                                        for word in self.words])
+                bucket = BitMap.union(*[remaining & word_parts[position] for word_parts in parts])
                 if bucket:
                     remaining = remaining - bucket
                     yield offset + position, bucket
@@ -176,14 +176,14 @@ class RelevanceRules:
             return self._few_proximity_costs(docs, word_terms, typo_free_terms, candidates)
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         mask = DocMask()  # shared by every word's lookup in every field that needs it
-        for field in self.matcher.fields:
+        for field_slot, field in enumerate(self.matcher.fields):
             postings = self.matcher.index.postings.get(field)
             if postings is None:
                 continue
             terms_here = typo_free_terms if field in disabled else word_terms
             # Positions are read only for words some of the docs hold in this field next to a
             # word they also hold there (the field's word bitmaps say so, at a bitmap test each).
-            present = [self._present(word, field, candidates) for word in self.words]
+            present = [self._present(word, field_slot, candidates) for word in self.words]
             occurrences = [postings.occurrences_in(terms, docs, mask, WHOLE_TOKENS)
                            if present[position] and ((position and present[position - 1])
                                                      or (position < pair_count and present[position + 1]))
@@ -215,7 +215,7 @@ class RelevanceRules:
         pair_count = len(self.words) - 1
         best = [[PROXIMITY_CAP] * len(doc_list) for _pair in range(pair_count)]
         disabled = self.matcher.typo_disabled_fields
-        for field in self.matcher.fields:
+        for field_slot, field in enumerate(self.matcher.fields):
             postings = self.matcher.index.postings.get(field)
             if postings is None:
                 continue
@@ -226,11 +226,11 @@ class RelevanceRules:
                 left = held[pair]
                 if left is None:
                     left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), doc_list)
-                                         if self._present(self.words[pair], field, candidates) else {})
+                                         if self._present(self.words[pair], field_slot, candidates) else {})
                 if not left:
                     continue
                 right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1].tolist(), doc_list)
-                                          if self._present(self.words[pair + 1], field, candidates) else {})
+                                          if self._present(self.words[pair + 1], field_slot, candidates) else {})
                 row = best[pair]
                 for doc, right_positions in right.items():
                     left_positions = left.get(doc)
@@ -248,12 +248,13 @@ class RelevanceRules:
         costs: np.ndarray = np.asarray(best, dtype=np.int64).sum(axis=0)
         return costs
 
-    def _present(self, word: WordPlan, field: str, candidates: AbstractBitMap | None) -> bool:
-        """Whether some of ``candidates`` may hold ``word``'s terms in ``field`` (True when unknown:
-        without the docs, or for a word whose multi-word synonyms' words its bitmaps do not cover)."""
+    def _present(self, word: WordPlan, field_slot: int, candidates: AbstractBitMap | None) -> bool:
+        """Whether some of ``candidates`` may hold ``word``'s terms in the searched field at
+        ``field_slot`` (True when unknown: without the docs, or for a word whose multi-word
+        synonyms' words its bitmaps do not cover)."""
         if candidates is None or (word.synonyms and word.phrase_synonyms()):
             return True
-        return bool(self.matcher.docs(word, word.max_typos, field).intersect(candidates))
+        return bool(self.matcher.field_parts(word, word.max_typos)[field_slot].intersect(candidates))
 
     def all_costs(self, candidates: AbstractBitMap) -> tuple[np.ndarray, np.ndarray]:
         """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
