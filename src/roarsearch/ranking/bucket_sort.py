@@ -183,10 +183,15 @@ class RelevanceRules:
             terms_here = typo_free_terms if field in disabled else word_terms
             # Positions are read only for words some of the docs hold in this field next to a
             # word they also hold there (the field's word bitmaps say so, at a bitmap test each).
+            # A pair whose every doc has its words side by side already needs no other field.
+            open_pairs = [bool(best[pair].any()) for pair in range(pair_count)]
+            if not any(open_pairs):
+                break
             present = [self._present(word, field_slot, candidates) for word in self.words]
             occurrences = [postings.occurrences_in(terms, docs, mask, WHOLE_TOKENS)
-                           if present[position] and ((position and present[position - 1])
-                                                     or (position < pair_count and present[position + 1]))
+                           if present[position] and ((position and present[position - 1] and open_pairs[position - 1])
+                                                     or (position < pair_count and present[position + 1]
+                                                         and open_pairs[position]))
                            else None
                            for position, terms in enumerate(terms_here)]
             for pair in range(pair_count):
@@ -223,6 +228,8 @@ class RelevanceRules:
             # A word's positions are read only when the word before it occurs here (lazily, left to right).
             held: list[dict[int, list[int]] | None] = [None] * len(self.words)
             for pair in range(pair_count):
+                if not any(best[pair]):
+                    continue  # every doc has the pair side by side already: no field can do better
                 left = held[pair]
                 if left is None:
                     left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), doc_list)
