@@ -117,8 +117,12 @@ class RelevanceRules:
             parts = [self.matcher.field_parts(word, word.max_typos if typos is None else typos) for word in self.words]
             for position in range(len(fields)):
                 # Each word's docs in the field within what is left, then their union: intersecting
-                # first keeps a common word's docs from being unioned whole.
-                bucket = BitMap.union(*[remaining & word_parts[position] for word_parts in parts])
+                # first keeps a common word's docs from being unioned whole. A field none of them
+                # is in costs a test per word, no bitmap.
+                hits = [word_parts[position] for word_parts in parts if word_parts[position].intersect(remaining)]
+                if not hits:
+                    continue
+                bucket = BitMap.union(*[remaining & part for part in hits]) if len(hits) > 1 else remaining & hits[0]
                 if bucket:
                     remaining = remaining - bucket
                     yield offset + position, bucket
