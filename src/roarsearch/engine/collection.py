@@ -463,7 +463,10 @@ class Collection:
             # store's id list, so the stored record is not decoded at all.
             record_ids = self.index.docs.record_ids
             if around is None:
-                return [{"id": record_ids[doc], "_rank": rank} for doc, rank in placed]
+                # One gather for a page; a handful of docs cost less looked up one by one.
+                shown_ids = (record_ids.ids_of([doc for doc, _rank in placed]) if len(placed) > 4
+                             else [record_ids[doc] for doc, _rank in placed])
+                return [{"id": record_id, "_rank": rank} for record_id, (_doc, rank) in zip(shown_ids, placed)]
             for (doc, rank), distance in zip(placed, metres):
                 shown: dict[str, Any] = {"id": record_ids[doc], "_rank": rank}
                 if distance is not None:  # a record without ``_geo`` has no distance

@@ -127,6 +127,10 @@ class RecordIds:
             record_list = self._list
             return [record_list[doc] for doc in docs]
         assert self._ints is not None
+        if isinstance(docs, list) and not self._retired:  # a page of docs: one gather, no checks
+            ints = self._ints[:self._size]
+            page: list[RecordId | None] = ints[docs].tolist() if docs else []
+            return page
         if isinstance(docs, AbstractBitMap):
             docs = array_from_bitmap(docs)
         positions = docs.astype(np.int64) if isinstance(docs, np.ndarray) else np.fromiter(docs, dtype=np.int64)

@@ -47,6 +47,8 @@ def check_same(ids: RecordIds, reference: Reference, probes: list[Any]) -> None:
     assert ids.to_list() == reference.ids
     assert [ids[doc] for doc in range(len(ids))] == reference.ids
     assert ids.ids_of(list(range(len(ids)))) == reference.ids
+    assert ids.ids_of(list(range(len(ids)))[::-1]) == reference.ids[::-1]  # a page comes in rank order
+    assert ids.ids_of(np.arange(len(ids))) == reference.ids
     assert ids.retired().tolist() == [record_id is None for record_id in reference.ids]
     for record_id in probes:
         assert ids.doc(record_id) == reference.docs.get(record_id), record_id
