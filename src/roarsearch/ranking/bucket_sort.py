@@ -24,7 +24,6 @@ ranks, so it never contradicts the order (ties are broken by record id).
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -342,22 +341,31 @@ FEW_TERMS = 4
 
 
 def _closest(left: list[int], right: list[int]) -> int:
-    """Proximity cost of one doc's positions of two words (each ascending): the smallest distance
-    over all pairs, minus one, capped — as :func:`_pair_distance` measures it."""
+    """Proximity cost of one doc's positions of two words (each ascending, neither empty): the
+    smallest distance over all pairs, minus one, capped — as :func:`_pair_distance` measures it.
+    One merge of the two lists: the closest pair is adjacent in position order."""
     best = PROXIMITY_CAP + 1
-    size = len(left)
-    for position in right:
-        after = bisect_right(left, position)  # left[after - 1] <= position < left[after]
-        if after:
-            distance = max(position - left[after - 1], 1)  # reading order: the gap, at least 1
-            if distance < best:
-                best = distance
-        if after < size:
-            distance = left[after] - position + 1  # right word first: one more
-            if distance < best:
-                best = distance
-        if best == 1:
-            break
+    left_at = right_at = 0
+    left_end, right_end = len(left), len(right)
+    here, there = left[0], right[0]
+    while True:
+        if there >= here:  # the right word after the left one: reading order, the gap (at least 1)
+            gap = there - here
+            if gap < best:
+                best = gap if gap > 1 else 1
+                if best == 1:
+                    break
+            left_at += 1
+            if left_at == left_end:
+                break
+            here = left[left_at]
+        else:  # the right word first: one more
+            if here - there + 1 < best:
+                best = here - there + 1
+            right_at += 1
+            if right_at == right_end:
+                break
+            there = right[right_at]
     return min(best - 1, PROXIMITY_CAP)
 
 
