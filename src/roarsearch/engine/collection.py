@@ -70,6 +70,7 @@ BULK_GC_THRESHOLD = 100_000
 #: rather than rewrite a collection's postings for it.
 SETTLE_LOAD_SHARE = 0.5
 
+
 class _Reading:
     """The read side of a :class:`ReadWriteLock` as a context manager (shared: it holds no state)."""
 

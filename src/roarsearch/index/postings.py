@@ -835,9 +835,7 @@ class FieldPostings:
 
     def term_docs(self, term: int) -> AbstractBitMap:
         """One term's docs (shared: never changed in place)."""
-        bitmap = self.terms.get(term)
-        if bitmap is None:
-            bitmap = self._get(term)
+        bitmap = self._get(term)
         return EMPTY if bitmap is None else bitmap
 
     def _get(self, term: int) -> AbstractBitMap | None:

@@ -330,8 +330,8 @@ def _pair_distance(
 _PACKED_POSITION_LIMIT = 1 << 31
 
 
-#: A word's terms with at most this many tokens in a field are read whole for the proximity rule
-#: (other docs' tokens included, dropped after): cheaper than looking the candidates up in them.
+#: A word of one term with at most this many tokens in a field is read whole for the proximity
+#: rule (other docs' tokens included, dropped after): cheaper than looking the candidates up in it.
 WHOLE_TOKENS = 2048
 
 #: Match sets of at most this many docs, of words with at most :data:`FEW_TERMS` terms each (no
