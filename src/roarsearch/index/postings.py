@@ -427,16 +427,10 @@ class _Chunk:
         return terms
 
 
-def doc_mask(docs: np.ndarray) -> np.ndarray:
-    """Sorted doc ids as a dense boolean mask (length ``docs[-1] + 1``)."""
-    mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
-    mask[docs] = True
-    return mask
-
-
 class DocMask:
-    """:func:`doc_mask` of one doc set, made on first need and shared by the lookups that need it
-    (a mask as long as the largest doc id costs more than the lookups of a few rare terms)."""
+    """One set of sorted doc ids as a dense boolean mask (length ``docs[-1] + 1``), made on first
+    need and shared by the lookups that need it (a mask as long as the largest doc id costs more
+    than the lookups of a few rare terms)."""
 
     __slots__ = ("_mask",)
 
@@ -445,7 +439,8 @@ class DocMask:
 
     def of(self, docs: np.ndarray) -> np.ndarray:
         if self._mask is None:
-            self._mask = doc_mask(docs)
+            self._mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
+            self._mask[docs] = True
         return self._mask
 
 
@@ -918,25 +913,21 @@ class FieldPostings:
                 # The docs' tokens lie in order within one span of the term's: read as one list
                 # when it is short (a slice of a list costs a fraction of a numpy slice's tolist).
                 base, top = lows[0], highs[-1]
+                runs: Iterator[tuple[int, list[int]]]
                 if top - base <= _SPAN_READ_WHOLE:
                     span: list[int] = positions[start + base:start + top].tolist()
                     if alone:
                         return {doc: span[low - base:high - base] for doc, low, high in zip(docs, lows, highs) if high > low}
-                    for doc, low, high in zip(docs, lows, highs):
-                        if high > low:
-                            held = found.get(doc)
-                            if held is None:
-                                found[doc] = span[low - base:high - base]
-                            else:
-                                held.extend(span[low - base:high - base])
-                    continue
-                for doc, low, high in zip(docs, lows, highs):
-                    if high > low:
-                        held = found.get(doc)
-                        if held is None:
-                            found[doc] = positions[start + low:start + high].tolist()
-                        else:
-                            held.extend(positions[start + low:start + high].tolist())
+                    runs = ((doc, span[low - base:high - base]) for doc, low, high in zip(docs, lows, highs) if high > low)
+                else:
+                    runs = ((doc, positions[start + low:start + high].tolist())
+                            for doc, low, high in zip(docs, lows, highs) if high > low)
+                for doc, run in runs:
+                    held = found.get(doc)
+                    if held is None:
+                        found[doc] = run
+                    else:
+                        held.extend(run)
         for held in found.values():  # several terms or chunks append out of order (sorting sorted runs is linear)
             held.sort()
         return found
@@ -957,6 +948,8 @@ class FieldPostings:
         found_positions: list[np.ndarray] = []
         if docs.size == 0 or term_ids.size == 0:
             return _EMPTY_U32, _EMPTY_U32
+        if mask is None:
+            mask = DocMask()
         for chunk in list(self._chunks):
             spans = chunk.spans(term_ids)
             if spans is None:
@@ -1004,7 +997,7 @@ class FieldPostings:
                 found_docs.append(chunk_docs[index])
                 found_positions.append(positions[index])
                 continue
-            dense = doc_mask(docs) if mask is None else mask.of(docs)
+            dense = mask.of(docs)
             if lo.size == 1:  # one term: its tokens are one slice, no index to build
                 gathered, gathered_positions = chunk_docs[first:last], positions[first:last]
             else:

@@ -37,9 +37,9 @@ class WordMatcher:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        if field is not None and not word.synonyms and word.prefix is None and len(word.variants) == 1:
+        variant = word.lone_variant()
+        if field is not None and variant is not None:
             # The common word, one term in one field: its cached posting bitmap, looked up directly.
-            variant = word.variants[0]
             typos = 0 if field in self.typo_disabled_fields else max_typos
             postings = self.index.postings.get(field)
             result = (postings.term_docs(variant.term_id) if postings is not None and variant.typos <= typos
@@ -129,9 +129,9 @@ class WordMatcher:
     def term_ids(self, word: WordPlan, typo_free: bool = False) -> np.ndarray:
         """Every term id the word may match (typo variants — none when ``typo_free``, as in a
         typo-disabled field —, every word of its synonyms and, for a prefix, all its completions)."""
-        if (not word.synonyms and word.prefix is None and len(word.variants) == 1
-                and not (typo_free and word.variants[0].typos)):  # the common word: one term
-            return np.asarray([word.variants[0].term_id], dtype=np.uint32)
+        variant = word.lone_variant()
+        if variant is not None and not (typo_free and variant.typos):  # the common word: one term
+            return np.asarray([variant.term_id], dtype=np.uint32)
         ids = np.asarray(word.term_ids(0 if typo_free else None) + [term for phrase in word.synonyms for term in phrase],
                          dtype=np.uint32)
         ids = sorted_unique(ids)

@@ -64,6 +64,11 @@ class WordPlan:
         return ([v.term_id for v in self.variants if v.whole and (max_typos is None or v.typos <= max_typos)]
                 + [p[0] for p in self.synonyms if len(p) == 1])
 
+    def lone_variant(self) -> Variant | None:
+        """The one term the word matches, when it matches exactly one (no other variant, no
+        prefix, no synonym): the common word, looked up without the general machinery."""
+        return self.variants[0] if len(self.variants) == 1 and self.prefix is None and not self.synonyms else None
+
     def is_exact_only(self) -> bool:
         """Whether every term the word matches is the word itself: no typo'd or longer word (its
         exact docs are then its whole match set)."""
