@@ -171,12 +171,24 @@ class RelevanceRules:
     def proximity_costs(self, docs: np.ndarray, candidates: AbstractBitMap | None = None) -> np.ndarray:
         """Per doc of ``docs`` (sorted; ``candidates``, the same docs as a bitmap, when at hand),
         the summed capped distance of consecutive query words."""
-        pair_count = len(self.words) - 1
-        word_terms = [self.matcher.term_ids(word) for word in self.words]
-        disabled = self.matcher.typo_disabled_fields
-        typo_free_terms = [self.matcher.term_ids(word, typo_free=True) for word in self.words] if disabled else word_terms
+        word_terms, typo_free_terms = self._word_terms()
         if docs.size <= FEW_DOCS and max(terms.size for terms in word_terms) <= FEW_TERMS:
-            return self._few_proximity_costs(docs, word_terms, typo_free_terms, candidates)
+            return np.asarray(self._few_proximity_costs(docs.tolist(), word_terms, typo_free_terms, candidates),
+                              dtype=np.int64)
+        return self._proximity_costs(docs, word_terms, typo_free_terms, candidates)
+
+    def _word_terms(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each word's term ids, and those it may match in a typo-disabled field."""
+        word_terms = [self.matcher.term_ids(word) for word in self.words]
+        if not self.matcher.typo_disabled_fields:
+            return word_terms, word_terms
+        return word_terms, [self.matcher.term_ids(word, typo_free=True) for word in self.words]
+
+    def _proximity_costs(self, docs: np.ndarray, word_terms: list[np.ndarray], typo_free_terms: list[np.ndarray],
+                         candidates: AbstractBitMap | None) -> np.ndarray:
+        """:meth:`proximity_costs` of many docs, vectorised per word pair and field."""
+        pair_count = len(self.words) - 1
+        disabled = self.matcher.typo_disabled_fields
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         mask = DocMask()  # shared by every word's lookup in every field that needs it
         for field_slot, field in enumerate(self.matcher.fields):
@@ -215,10 +227,9 @@ class RelevanceRules:
         costs: np.ndarray = best.sum(axis=0)
         return costs
 
-    def _few_proximity_costs(self, docs: np.ndarray, word_terms: list[np.ndarray],
-                             typo_free_terms: list[np.ndarray], candidates: AbstractBitMap | None) -> np.ndarray:
-        """:meth:`proximity_costs` of a few docs, in plain Python over each doc's positions."""
-        doc_list: list[int] = docs.tolist()
+    def _few_proximity_costs(self, doc_list: list[int], word_terms: list[np.ndarray],
+                             typo_free_terms: list[np.ndarray], candidates: AbstractBitMap | None) -> list[int]:
+        """:meth:`proximity_costs` of a few docs (ascending), in plain Python over each doc's positions."""
         slot_of = {doc: slot for slot, doc in enumerate(doc_list)}
         pair_count = len(self.words) - 1
         best = [[PROXIMITY_CAP] * len(doc_list) for _pair in range(pair_count)]
@@ -255,8 +266,7 @@ class RelevanceRules:
                     slot = slot_of[doc]
                     if cost < row[slot]:
                         row[slot] = cost
-        costs: np.ndarray = np.asarray(best, dtype=np.int64).sum(axis=0)
-        return costs
+        return best[0] if pair_count == 1 else [sum(pairs) for pairs in zip(*best)]
 
     def _present(self, word: WordPlan, field_slot: int, candidates: AbstractBitMap | None) -> bool:
         """Whether some of ``candidates`` may hold ``word``'s terms in the searched field at
@@ -283,6 +293,34 @@ class RelevanceRules:
                     packed[np.searchsorted(docs, array_from_bitmap(bucket))] += min(cost, 255) << shift
         if len(self.words) >= 2 and docs.size:
             packed += np.minimum(self.proximity_costs(docs, candidates), 255) << 16
+        return docs, packed
+
+    def few_costs(self, candidates: AbstractBitMap) -> tuple[list[int], list[int]]:
+        """:meth:`all_costs` of at most :data:`FEW_DOCS` candidates, as plain lists: for a handful
+        of docs each numpy call (a dozen per query) costs more than the docs it scores."""
+        docs = list(candidates)
+        packed = [0] * len(docs)
+        slot_of: dict[int, int] | None = None
+        for shift, rule in ((24, self.typo_buckets), (8, self.attribute_buckets), (0, self.exactness_buckets)):
+            for cost, bucket in rule(candidates):
+                if not cost:
+                    continue
+                added = min(cost, 255) << shift
+                if len(bucket) == len(docs):
+                    packed = [value + added for value in packed]
+                    continue
+                if slot_of is None:
+                    slot_of = {doc: slot for slot, doc in enumerate(docs)}
+                for doc in bucket:
+                    packed[slot_of[doc]] += added
+        if len(self.words) >= 2 and docs:
+            word_terms, typo_free_terms = self._word_terms()
+            if max(terms.size for terms in word_terms) <= FEW_TERMS:
+                proximity = self._few_proximity_costs(docs, word_terms, typo_free_terms, candidates)
+            else:  # a wide typo or prefix expansion: the vectorised measure
+                proximity = self._proximity_costs(np.asarray(docs, dtype=np.uint32), word_terms, typo_free_terms,
+                                                  candidates).tolist()
+            packed = [value + (min(cost, 255) << 16) for value, cost in zip(packed, proximity)]
         return docs, packed
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from pyroaring import AbstractBitMap
 
 from roarsearch.query.context import SearchContext
+from roarsearch.ranking import bucket_sort as bucket_sorting  # FEW_DOCS read at call time (tests change it)
 from roarsearch.ranking.bucket_sort import RelevanceRules, bucket_sort, pack_costs
 from roarsearch.ranking.sort import order_by_keys, sort_page
 
@@ -37,7 +38,8 @@ class Ranker:
         #: ``_rank`` of every doc placed so far by this ranker.
         self.ranks: dict[int, float] = {}
         #: The last small set scored whole: (the set, its docs in order, their packed costs).
-        self._scored: tuple[AbstractBitMap, np.ndarray, np.ndarray] | None = None
+        #: Plain lists for a few docs, arrays for more (a page of them is made a list).
+        self._scored: tuple[AbstractBitMap, list[int] | np.ndarray, list[int] | np.ndarray] | None = None
 
     def page(self, docs: AbstractBitMap, skip: int, count: int) -> list[tuple[int, float]]:
         """Docs ``skip:skip+count`` of ``docs`` in order, with their ``_rank``."""
@@ -71,19 +73,30 @@ class Ranker:
         """:meth:`page` of a small candidate set: every doc's packed costs, sorted (ties by record id)."""
         if count == 0 or skip >= len(docs):  # a page past the end shows nothing: nothing to score
             return []
-        if self._scored is not None and self._scored[0] is docs:  # grouping asks for page after page
-            _docs, ordered_ids, ordered_costs = self._scored
-        else:
-            ids, packed = self._relevance.all_costs(docs)
-            id_rank = self._index.docs.id_rank()
-            # ``ids`` ascend, so a stable sort of the costs breaks ties by doc, which is record id
-            # order unless the store says otherwise.
-            order = np.argsort(packed, kind="stable") if id_rank is None else np.lexsort((id_rank[ids], packed))
-            ordered_ids, ordered_costs = ids[order], packed[order]
-            self._scored = (docs, ordered_ids, ordered_costs)
+        if self._scored is None or self._scored[0] is not docs:  # grouping asks for page after page
+            self._scored = (docs, *self._score_all(docs))
+        _docs, ordered_ids, ordered_costs = self._scored
         return [(doc, 1.0 - cost / _RANK_SCALE)
-                for doc, cost in zip(ordered_ids[skip:skip + count].tolist(), ordered_costs[skip:skip + count].tolist())]
+                for doc, cost in zip(_as_list(ordered_ids[skip:skip + count]), _as_list(ordered_costs[skip:skip + count]))]
+
+    def _score_all(self, docs: AbstractBitMap) -> tuple[list[int] | np.ndarray, list[int] | np.ndarray]:
+        """Every doc of ``docs`` in order, and its packed costs: plain lists for a few docs."""
+        id_rank = self._index.docs.id_rank()
+        # Docs ascend, so a stable sort of the costs breaks ties by doc, which is record id order
+        # unless the store says otherwise.
+        if len(docs) <= bucket_sorting.FEW_DOCS:
+            ids, costs = self._relevance.few_costs(docs)
+            keys = costs if id_rank is None else list(zip(costs, id_rank[ids].tolist()))
+            order = sorted(range(len(ids)), key=keys.__getitem__)
+            return [ids[slot] for slot in order], [costs[slot] for slot in order]
+        doc_array, packed = self._relevance.all_costs(docs)
+        by_cost = np.argsort(packed, kind="stable") if id_rank is None else np.lexsort((id_rank[doc_array], packed))
+        return doc_array[by_cost], packed[by_cost]
 
     def docs(self, docs: AbstractBitMap, skip: int, count: int) -> list[int]:
         """The docs of :meth:`page` alone (their ranks are kept in :attr:`ranks`)."""
         return [doc for doc, _rank in self.page(docs, skip, count)]
+
+
+def _as_list(values: list[int] | np.ndarray) -> list[int]:
+    return values.tolist() if isinstance(values, np.ndarray) else values
