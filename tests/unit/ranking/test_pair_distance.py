@@ -82,6 +82,35 @@ def test_few_docs_rank_like_the_vectorised_path(seed: int, monkeypatch: pytest.M
     assert ranks() == few
 
 
+_WIDE = ["fox", "red", "read", "reap", "rest", "reel", "rent", "reef", "lazy", "lacy", "hazy", "laze", "lady", "dog"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_few_docs_with_a_wide_word_rank_like_the_vectorised_path(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few matches of a word of many terms (a prefix with many completions, a typo with many
+    look-alikes) take the vectorised proximity inside the few-match scoring: same ``_rank``s."""
+    generator = np.random.default_rng(seed)
+
+    def text(length: int) -> str:
+        return " ".join(_WIDE[int(i)] for i in generator.integers(0, len(_WIDE), length))
+
+    engine = Engine()
+    engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(1, 6))),
+                              "body": text(int(generator.integers(0, 20)))} for i in range(40)])
+    searches = [("fox re", 0), ("dog r", 0), ("lazy fox", 1), ("fox lazy re", 1)]
+
+    def ranks() -> list[list[tuple[str, float]]]:
+        return [[(hit["id"], hit["_rank"]) for hit in engine.search(
+            {"collection": "c", "query": query, "typoTolerance": typos, "count": 50,
+             "searchFields": ["title", "body"]})["results"]]
+            for query, typos in searches]
+
+    few = ranks()
+    assert all(few)
+    monkeypatch.setattr(bucket_sort, "FEW_DOCS", -1)
+    assert ranks() == few
+
+
 @pytest.mark.parametrize("seed", range(60))
 def test_merge_packs_any_doc_id_and_falls_back_for_huge_positions(seed: int) -> None:
     """The merge's packed sort key holds 32-bit doc ids and positions below 2^31 (array elements
