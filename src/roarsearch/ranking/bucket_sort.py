@@ -281,19 +281,24 @@ class RelevanceRules:
         docs = array_from_bitmap(candidates)
         # Each rule gives every doc one cost: its byte of the packed cost is added bucket by bucket.
         packed = np.zeros(docs.size, dtype=np.int64)
-        # Proximity last: the attribute rule has then looked up each word's docs per field, which
-        # proximity asks for again (memoised) to skip the fields a word is not in.
-        for shift, rule in ((24, self.typo_buckets), (8, self.attribute_buckets), (0, self.exactness_buckets)):
-            for cost, bucket in rule(candidates):
-                if not cost:
-                    continue
-                if len(bucket) == docs.size:
-                    packed += min(cost, 255) << shift
-                else:
-                    packed[np.searchsorted(docs, array_from_bitmap(bucket))] += min(cost, 255) << shift
+        for added, bucket in self._bucket_costs(candidates):
+            if len(bucket) == docs.size:
+                packed += added
+            else:
+                packed[np.searchsorted(docs, array_from_bitmap(bucket))] += added
         if len(self.words) >= 2 and docs.size:
             packed += np.minimum(self.proximity_costs(docs, candidates), 255) << 16
         return docs, packed
+
+    def _bucket_costs(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
+        """(packed cost, bucket) of every bucket of the typo, attribute and exactness rules that
+        costs something: each rule's cost in its byte of the packed cost. Proximity comes after,
+        from its callers: the attribute rule has then looked up each word's docs per field, which
+        proximity asks for again (memoised) to skip the fields a word is not in."""
+        for shift, rule in ((24, self.typo_buckets), (8, self.attribute_buckets), (0, self.exactness_buckets)):
+            for cost, bucket in rule(candidates):
+                if cost:
+                    yield min(cost, 255) << shift, bucket
 
     def few_costs(self, candidates: AbstractBitMap) -> tuple[list[int], list[int]]:
         """:meth:`all_costs` of at most :data:`FEW_DOCS` candidates, as plain lists: for a handful
@@ -301,18 +306,14 @@ class RelevanceRules:
         docs = list(candidates)
         packed = [0] * len(docs)
         slot_of: dict[int, int] | None = None
-        for shift, rule in ((24, self.typo_buckets), (8, self.attribute_buckets), (0, self.exactness_buckets)):
-            for cost, bucket in rule(candidates):
-                if not cost:
-                    continue
-                added = min(cost, 255) << shift
-                if len(bucket) == len(docs):
-                    packed = [value + added for value in packed]
-                    continue
-                if slot_of is None:
-                    slot_of = {doc: slot for slot, doc in enumerate(docs)}
-                for doc in bucket:
-                    packed[slot_of[doc]] += added
+        for added, bucket in self._bucket_costs(candidates):
+            if len(bucket) == len(docs):
+                packed = [value + added for value in packed]
+                continue
+            if slot_of is None:
+                slot_of = {doc: slot for slot, doc in enumerate(docs)}
+            for doc in bucket:
+                packed[slot_of[doc]] += added
         if len(self.words) >= 2 and docs:
             word_terms, typo_free_terms = self._word_terms()
             if max(terms.size for terms in word_terms) <= FEW_TERMS:
