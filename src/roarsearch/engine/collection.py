@@ -90,7 +90,10 @@ class ReadWriteLock:
     """Many readers or one writer; a waiting writer blocks new readers so writes are not starved."""
 
     def __init__(self) -> None:
-        self._condition = threading.Condition(threading.Lock())
+        # Readers take the condition's lock itself (a C-level ``with``; the Condition's own
+        # __enter__ is Python, twice per search) and wait on the condition only behind a writer.
+        self._mutex = threading.Lock()
+        self._condition = threading.Condition(self._mutex)
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
@@ -102,15 +105,15 @@ class ReadWriteLock:
         return self._reading
 
     def _enter_reading(self) -> None:
-        with self._condition:
+        with self._mutex:
             while self._writer or self._writers_waiting:
                 self._condition.wait()
             self._readers += 1
 
     def _exit_reading(self) -> None:
-        with self._condition:
+        with self._mutex:
             self._readers -= 1
-            if not self._readers:
+            if not self._readers and self._writers_waiting:  # only a writer waits for the readers
                 self._condition.notify_all()
 
     @contextmanager

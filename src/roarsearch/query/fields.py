@@ -56,6 +56,25 @@ def _places(request: SearchRequest, facet: str | None) -> Iterable[tuple[str, st
         yield "facetName", facet
 
 
+def _names_only_held(held: frozenset[str], request: SearchRequest, facet: str | None) -> bool:
+    """Whether every field ``request`` names outside a filter is held or special, and it has no
+    filter: most requests, told by set tests alone (building the (place, name) pairs of
+    :func:`_places` cost a small search 2-3 microseconds, a twentieth of it)."""
+    if request.filter_tree is not None or facet is not None:
+        return False
+    if request.group_by is not None and request.group_by not in held:
+        return False
+    for key in request.sort:
+        if key.field not in held and key.field not in SPECIAL:
+            return False
+    for names in (request.search_fields, request.fields, request.text_facets, request.numeric_facets,
+                  request.text_facet_filters, request.numeric_facet_filters, request.highlight_fields):
+        for name in names:
+            if name not in held and name not in SPECIAL:
+                return False
+    return True
+
+
 def field_warnings(index: Index, request: SearchRequest, facet: str | None = None) -> list[str]:
     """One warning per (place, field) that no current record holds (see the module docstring)."""
     return warnings_for(held_fields(index), request, facet)
@@ -64,6 +83,8 @@ def field_warnings(index: Index, request: SearchRequest, facet: str | None = Non
 def warnings_for(held: frozenset[str], request: SearchRequest, facet: str | None = None) -> list[str]:
     """The warnings of ``request`` given the fields ``held`` (a sharded collection passes the
     union over its shards, so its warnings equal one engine's)."""
+    if _names_only_held(held, request, facet):
+        return []
     warnings: list[str] = []
     seen: set[tuple[str, str]] = set()
     choices: list[str] | None = None  # sorted only when a warning needs a suggestion
