@@ -388,7 +388,10 @@ class Engine:
     def search(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run a search request (contract §3) and return the response (contract §4)."""
         parsed = parse_search_request(request)
-        target = self._collection(parsed.collection)
+        # The parsed id is valid: an open collection is a dict lookup (no second check, no lock).
+        target = self._collections.get(parsed.collection)
+        if target is None:
+            target = self._collection(parsed.collection)  # its 404
         with target.lock.reading():
             return target.search(parsed, request)
 

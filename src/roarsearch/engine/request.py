@@ -79,6 +79,8 @@ def check_collection_id(value: Any, where: str = "collection") -> str:
 
 def _integer(body: dict[str, Any], name: str, low: int, high: int | None) -> int:
     value = body[name]
+    if type(value) is int and low <= value and (high is None or value <= high):  # the usual case, at once
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -92,6 +94,13 @@ def _integer(body: dict[str, Any], name: str, low: int, high: int | None) -> int
 
 def _field_list(body: dict[str, Any], name: str) -> tuple[str, ...]:
     """A list of field names where naming a field twice adds nothing: kept once, first place wins."""
+    value = body[name]
+    if type(value) is list and len(value) <= MAX_ARRAY_ENTRIES:  # the usual case, checked inline
+        for element in value:
+            if type(element) is not str or not element:
+                break
+        else:
+            return tuple(dict.fromkeys(value))
     return tuple(dict.fromkeys(_string_list(body, name)))
 
 

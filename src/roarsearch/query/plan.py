@@ -50,7 +50,8 @@ class WordPlan:
     max_typos: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self.max_typos = max((v.typos for v in self.variants), default=0)
+        variants = self.variants
+        self.max_typos = variants[0].typos if len(variants) == 1 else max((v.typos for v in variants), default=0)
 
     def term_ids(self, max_typos: int | None = None) -> list[int]:
         return [v.term_id for v in self.variants if max_typos is None or v.typos <= max_typos]
