@@ -297,8 +297,8 @@ class RelevanceRules:
         proximity asks for again (memoised) to skip the fields a word is not in."""
         words = self.words
         # A rule that gives every candidate cost 0 is not asked (no word with a typo allowance,
-        # one searched field, every word matched only as itself): its walk was a sixth of the
-        # ranking time of a rare word's handful of matches.
+        # one searched field, every word matched only as itself): its walk would cost a rare
+        # word's handful of matches generator steps and bitmap tests for nothing.
         rules = []
         if any(word.max_typos for word in words):
             rules.append((24, self.typo_buckets))
