@@ -368,6 +368,15 @@ def iter_leaves(record: dict[str, Any]) -> Iterator[tuple[str, int, Any]]:
             yield path, element, value
 
 
+def first_leaf(record: dict[str, Any], path: str) -> Any:
+    """The first value :func:`iter_leaves` yields at ``path`` (None when the record has none).
+
+    >>> first_leaf({"id": 1, "g": [None, 3, "a"]}, "g")
+    3
+    """
+    return next((value for leaf_path, _element, value in iter_leaves(record) if leaf_path == path), None)
+
+
 def project(record: dict[str, Any], paths: list[str]) -> dict[str, Any]:
     """Keep only ``paths`` (dotted) of ``record``, preserving nesting; ``id`` is always kept.
 

@@ -154,8 +154,8 @@ def test_groups_match_model(records, field, skip, group_count, group_limit) -> N
     engine.add_records("c", rows)
     response = engine.search({"collection": "c", "groupBy": field, "skip": skip, "groupCount": group_count,
                               "groupLimit": group_limit, "count": 100})
-    # Model: browse order is id order; a record's group is its first element (first string or
-    # boolean of a mixed array), or the null group when it lacks the field.
+    # Model: browse order is id order; a record's group is its first element (whatever kinds an
+    # array mixes), or the null group when it lacks the field.
     groups: dict[Any, list[int]] = {}
     order: list[Any] = []
     for row in rows:  # rows are in id order

@@ -43,7 +43,7 @@ from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
 from roarsearch.ranking.highlight import Highlighter
 from roarsearch.ranking.ranker import Ranker
-from roarsearch.schema import ValidatedBatch, project
+from roarsearch.schema import ValidatedBatch, first_leaf, project
 from roarsearch.storage.store import CollectionStore
 
 log = logging.getLogger("roarsearch.engine")
@@ -446,8 +446,10 @@ class Collection:
         request = context.request
         assert request.group_by is not None
         group_count = request.count if request.group_count == -1 else request.group_count
-        groups = group_results(self.index.field_columns(request.group_by), context.candidates, ranker.docs,
-                               request.skip, group_count, request.group_limit)
+        field = request.group_by
+        groups = group_results(self.index.field_columns(field), context.candidates, ranker.docs,
+                               request.skip, group_count, request.group_limit,
+                               lambda doc: first_leaf(self.index.docs.record(doc), field))
         return [{"value": value, "totalHits": total,
                  "results": self._results([(doc, ranker.ranks[doc]) for doc in docs], request, highlighter)}
                 for value, total, docs in groups]

@@ -6,14 +6,15 @@ and the group whose value is ``null`` when it lacks the field. Groups come in th
 best-ranked record; inside a group records keep the overall order; ``skip`` counts groups; each
 group reports its exact ``totalHits``.
 
-Keys come from dense per-doc columns (the first string or boolean value id, else the first
-number), so keying every candidate is one numpy gather and counting the groups one ``bincount``.
+Keys come from dense per-doc columns (the first string or boolean value id, the first number),
+so keying every candidate is one numpy gather and counting the groups one ``bincount``. A record
+holding both kinds (an array mixing them) is keyed by whichever its array holds first, read from
+the stored record: the columns keep each kind's first value, not their order.
 Grouping does not rank every candidate, nor each group apart: one walk over ranked pages of
 growing size places each group at its first record and fills the shown groups with the records
 that follow, stopping once enough groups are known and full. Groups whose best record lies
 beyond the walk are ordered by ranking their best records against each other; a shown group the
-walk left short is filled by ranking its own records. A record whose array mixes strings
-and numbers is grouped by its first string (or boolean).
+walk left short is filled by ranking its own records.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ WALK_DOCS_PER_GROUP = 4
 WALK_ROUNDS = 4
 
 RankDocs = Callable[[AbstractBitMap, int, int], list[int]]
+#: A doc's first value of the grouped field, in the order its record holds them.
+FirstValue = Callable[[int], Any]
 #: Code of the group of records lacking the field.
 NULL_GROUP = -1
 
@@ -46,11 +49,12 @@ class _GroupKeys:
     ``bincount`` — no hash or sort over the candidates (numbers, rarer as group keys, are sorted).
     """
 
-    def __init__(self, columns: FieldColumns | None, candidates: AbstractBitMap) -> None:
+    def __init__(self, columns: FieldColumns | None, candidates: AbstractBitMap, first_value: FirstValue) -> None:
         self.docs = array_from_bitmap(candidates)
         codes = np.full(self.docs.size, NULL_GROUP, dtype=np.int64)
         self.numbers: list[Any] = []
         self.strings: list[Any] = []
+        has_number = np.zeros(self.docs.size, dtype=bool)
         if columns is not None and columns.numeric is not None:
             dense = columns.numeric.first.data
             numbers = np.full(self.docs.size, np.nan)
@@ -67,6 +71,10 @@ class _GroupKeys:
             inside = self.docs < dense_ids.size
             value_ids[inside] = dense_ids[self.docs[inside]]
             has_value = value_ids >= 0
+            mixed = np.flatnonzero(has_value & has_number)
+            if mixed.size:  # both kinds: the one the record holds first (a bool is no number)
+                number_first = [not isinstance(value, (str, bool)) for value in map(first_value, self.docs[mixed].tolist())]
+                has_value[mixed[number_first]] = False
             if has_value.any():
                 codes[has_value] = value_ids[has_value] + len(self.numbers)
                 self.strings = columns.values.values
@@ -100,8 +108,11 @@ def group_results(
     skip: int,
     group_count: int,
     group_limit: int,
+    first_value: FirstValue,
 ) -> list[tuple[Any, int, list[int]]]:
-    """``[(value, totalHits, docs of the group's page), ...]`` for groups ``skip:skip+group_count``.
+    """``[(value, totalHits, docs of the group's page), ...]`` for groups ``skip:skip+group_count``;
+    ``first_value(doc)``: the doc's first value of the field (asked only of a doc holding both a
+    number and a string or boolean there).
 
     One pass over the ranked candidates, in pages of growing size: each doc's group code is read
     from the column; a group is placed when its first (best) doc is met, and each shown group
@@ -111,7 +122,7 @@ def group_results(
     """
     if not candidates or group_count <= 0:
         return []
-    keys = _GroupKeys(columns, candidates)
+    keys = _GroupKeys(columns, candidates, first_value)
     wanted = min(skip + group_count, int(np.count_nonzero(keys.totals)))
     if wanted <= skip:
         return []

@@ -3,8 +3,9 @@
 - ``group_results`` forms the groups a brute-force model forms over the candidates, in any final
   order (here a random score): groups ordered by their best-ranked record, records inside a group
   in the overall order, ``skip`` counting groups, ``group_count`` groups of at most ``group_limit``
-  records, exact totals; records lacking the field in no group, an array in each distinct
-  element's group; strings and numbers of one value never merge (``"1"`` and ``1`` are two groups);
+  records, exact totals; records lacking the field in the null group, an array in its first
+  element's group, whatever the kinds it mixes; strings and numbers of one value never merge
+  (``"1"`` and ``1`` are two groups);
 - when one record opens several groups, strings/booleans come first in the order the column first
   saw them (value id), then numbers ascending;
 - finding the first groups does not rank every candidate when the best records cover them.
@@ -23,7 +24,7 @@ from pyroaring import BitMap
 from roarsearch.facets.groups import group_results
 from roarsearch.index.columns import FieldColumns
 from roarsearch.index.index import Index
-from roarsearch.schema import iter_leaves
+from roarsearch.schema import first_leaf, iter_leaves
 
 SCALAR = st.one_of(st.sampled_from(["a", "b", "B", "c", "1"]), st.booleans(), st.sampled_from([1, 2, 2.5]))
 RECORDS = st.lists(st.fixed_dictionaries({"id": st.integers(0, 30)}, optional={
@@ -39,15 +40,20 @@ def ranker(score: dict[int, float], calls: list[tuple[int, int, int]]):
 
 
 def group_key(record: dict[str, Any], field: str) -> tuple[str, Any]:
-    """Contract §3: an array's first element (its first string or boolean when it mixes strings and
-    numbers), the value itself otherwise, and the null group when the record lacks the field."""
+    """Contract §4: an array's first element (whatever its kind, in an array mixing strings,
+    booleans and numbers), the value itself otherwise, and the null group when the record lacks
+    the field."""
     values = [value for path, _, value in iter_leaves(record) if path == field]
-    strings = [value for value in values if isinstance(value, (str, bool))]
-    if strings:
-        return ("v", strings[0])
-    if values:
-        return ("n", float(values[0]))
-    return ("null", None)
+    if not values:
+        return ("null", None)
+    if isinstance(values[0], (str, bool)):
+        return ("v", values[0])
+    return ("n", float(values[0]))
+
+
+def first_values(index: Index):
+    """The ``first_value`` argument of ``group_results`` for field "g" of ``index``."""
+    return lambda doc: first_leaf(index.docs.record(doc), "g")
 
 
 def group_value(key: tuple[str, Any]) -> Any:
@@ -79,7 +85,7 @@ def test_groups_match_model(batches, deleted, seed, pick, skip, group_count, gro
     generator = random.Random(seed)
     score = {doc: generator.choice([0.0, 0.5, 1.0, generator.random()]) for doc in alive}
     columns = index.field_columns("g")
-    got = group_results(columns, candidates, ranker(score, []), skip, group_count, group_limit)
+    got = group_results(columns, candidates, ranker(score, []), skip, group_count, group_limit, first_values(index))
     assert got == model(index, columns, candidates, score, skip, group_count, group_limit)
 
 
@@ -89,7 +95,7 @@ def test_groups_found_without_ranking_every_candidate() -> None:
     candidates = index.alive
     score = {doc: float(doc) for doc in candidates}
     calls: list[tuple[int, int, int]] = []
-    groups = group_results(index.field_columns("g"), candidates, ranker(score, calls), 0, 10, 2)
+    groups = group_results(index.field_columns("g"), candidates, ranker(score, calls), 0, 10, 2, first_values(index))
     assert [value for value, _, _ in groups] == [f"v{i}" for i in range(10)]
     assert all(total == 400 for _, total, _ in groups)
     assert groups[3][2] == [3, 53]
@@ -104,7 +110,7 @@ def test_groups_whose_best_records_rank_late_are_still_ordered() -> None:
     index.add_records([{"id": i, "g": i % 300} for i in range(3_000)] + [{"id": 10_000 + i} for i in range(20_000)])
     # Records without the field rank first; then the grouped ones, doc 2999 (group 299) best.
     score = {doc: (-1e9 if doc >= 3_000 else float(-doc)) for doc in index.alive}
-    groups = group_results(index.field_columns("g"), index.alive, ranker(score, []), 290, 20, 1)
+    groups = group_results(index.field_columns("g"), index.alive, ranker(score, []), 290, 20, 1, first_values(index))
     # The records lacking the field form the null group, first (they rank best).
     assert groups == [(value, 10, [2_700 + value]) for value in range(10, -1, -1)]
 
@@ -114,11 +120,12 @@ def test_no_groups() -> None:
     index.add_records([{"id": 1, "g": "a"}, {"id": 2}])
     columns = index.field_columns("g")
     rank_docs = ranker({doc: 0.0 for doc in index.alive}, [])
-    assert group_results(None, index.alive, rank_docs, 0, 5, 3) == [(None, 2, [0, 1])]
-    assert group_results(columns, BitMap(), rank_docs, 0, 5, 3) == []
-    assert group_results(columns, index.alive, rank_docs, 2, 5, 3) == []
-    assert group_results(columns, index.alive, rank_docs, 0, 0, 3) == []
-    assert group_results(columns, index.alive, rank_docs, 0, 5, 3) == [("a", 1, [0]), (None, 1, [1])]
+    first = first_values(index)
+    assert group_results(None, index.alive, rank_docs, 0, 5, 3, first) == [(None, 2, [0, 1])]
+    assert group_results(columns, BitMap(), rank_docs, 0, 5, 3, first) == []
+    assert group_results(columns, index.alive, rank_docs, 2, 5, 3, first) == []
+    assert group_results(columns, index.alive, rank_docs, 0, 0, 3, first) == []
+    assert group_results(columns, index.alive, rank_docs, 0, 5, 3, first) == [("a", 1, [0]), (None, 1, [1])]
 
 
 @pytest.mark.parametrize("skip", [0, 1, 3, 6])
@@ -136,7 +143,7 @@ def test_groups_left_open_by_the_walk_are_finished_in_one_ranked_pass(skip: int,
     score[4_015] = 0.5  # one "short" record among the best: the group is met early, filled late
     columns = index.field_columns("g")
     calls: list[tuple[int, int, int]] = []
-    got = group_results(columns, index.alive, ranker(score, calls), skip, 7, group_limit)
+    got = group_results(columns, index.alive, ranker(score, calls), skip, 7, group_limit, first_values(index))
     assert got == model(index, columns, BitMap(index.alive), score, skip, 7, group_limit)
     assert any(15 <= size <= 17 for size, _, _ in calls)  # the one pass over the groups left open
     assert not any(size <= 3 for size, _, _ in calls)  # no group ranked apart
