@@ -332,7 +332,7 @@ class Service:
         if unknown:
             raise BadRequestError(f"{unknown[0]}: unknown query parameter (expected count, after)", field=unknown[0])
         text = request.query_params.get("count", "1000")
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()):  # "²".isdigit() is true, int("²") fails
             raise BadRequestError(f"count: must be an integer between 1 and 1000, got {text!r}", field="count")
         engine = await self.reader(request)
         result = await self.call(engine.page_records, request.path_params["collectionId"], int(text),

@@ -80,7 +80,7 @@ def check_content_type(content_type: str) -> None:
 async def read_body(request: Request, limit: int) -> bytes:
     """The raw body, at most ``limit`` bytes (413 past it)."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+    if declared is not None and declared.strip().isascii() and declared.strip().isdigit() and int(declared) > limit:
         raise PayloadTooLargeError(f"request body is {int(declared)} bytes; the limit is {limit} bytes")
     chunks: list[bytes] = []
     size = 0
