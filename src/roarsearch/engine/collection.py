@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from roarsearch.analysis.worker import AnalysisWorker
-from roarsearch.errors import NotFoundError, StorageError
+from roarsearch.errors import NotFoundError, ServiceUnavailableError, StorageError
 from roarsearch.facets.counts import numeric_facets, text_facets
 from roarsearch.facets.groups import group_results
 from roarsearch.facets.value_search import search_facet_values
@@ -69,6 +69,10 @@ BULK_GC_THRESHOLD = 100_000
 #: records, for 15-40 % off multi-word and typo queries. A smaller load keeps the tiers it made
 #: rather than rewrite a collection's postings for it.
 SETTLE_LOAD_SHARE = 0.5
+
+
+#: The error of any call on a closed engine (a sharded engine says the same, with the same status).
+ENGINE_CLOSED = "the engine is closed: open the data directory again to use it"
 
 
 class _Reading:
@@ -149,6 +153,9 @@ class Collection:
         self.settings = settings
         #: Set when the collection is dropped: later writes through an old reference are refused.
         self.dropped = False
+        #: Set by ``Engine.close`` (under ``write_mutex``): the data directory is released, and a
+        #: write through an old reference would append to a log another engine may own by then.
+        self.closed = False
         self.lock = ReadWriteLock()
         #: Held for a whole write (log, apply) and for a whole snapshot: writers queue on it while
         #: searches, which only need ``lock.reading()``, keep running during the fsync and snapshot.
@@ -283,6 +290,8 @@ class Collection:
                       ahead: CollectedAdd | None = None) -> Any:
         if self.dropped:
             raise NotFoundError(f"collection '{self.name}' not found", field="collection")
+        if self.closed:
+            raise ServiceUnavailableError(ENGINE_CLOSED)
         # An add's records are encoded once: the log writes those bytes and the doc store keeps them.
         packed = packed_records
         if packed is None and payload["op"] == "add":

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from roarsearch.engine.collection import Collection
+from roarsearch.engine.collection import ENGINE_CLOSED, Collection
 from roarsearch.engine.request import check_collection_id, parse_search_request
 from roarsearch.engine.settings import updated_settings
-from roarsearch.errors import BadRequestError, NotFoundError, SearchError
+from roarsearch.errors import BadRequestError, NotFoundError, SearchError, ServiceUnavailableError
 from roarsearch.index.bitmaps import array_from_bitmap
 from roarsearch.index.docstore import id_sort_key
 from roarsearch.index.integrity import compare_indexes, rebuild_index
@@ -134,13 +134,15 @@ class Engine:
 
     def close(self) -> None:
         """Snapshot collections with logged batches and release the data directory. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._directory is not None:
-            try:
-                for collection in list(self._collections.values()):
-                    with collection.write_mutex:
+        with self._collections_lock:  # no collection is made or opened from here on
+            if self._closed:
+                return
+            self._closed = True
+            collections = list(self._collections.values())
+        try:
+            for collection in collections:
+                with collection.write_mutex:  # a write in flight ends first; later ones are refused
+                    if self._directory is not None:
                         # Merges still running finish first, and a snapshot keeps what they merged.
                         merges = collection.index.wait_for_merges()
                         if collection.store is not None and (collection.store.wal.records
@@ -148,7 +150,9 @@ class Engine:
                             collection.take_snapshot()
                         if collection.store is not None:
                             collection.store.spill.close()
-            finally:
+                    collection.closed = True
+        finally:
+            if self._directory is not None:
                 self._directory.close()
 
     def __enter__(self) -> Engine:
@@ -161,14 +165,22 @@ class Engine:
 
     # ------------------------------------------------------------------ collections
 
+    def _check_open(self) -> None:
+        """Every call on a closed engine is a 503 (as on a closed sharded engine): its directory may
+        belong to another engine by now, and its memory no longer follows that directory."""
+        if self._closed:
+            raise ServiceUnavailableError(ENGINE_CLOSED)
+
     def collection_names(self) -> list[str]:
         """Names of the collections that exist (have had an add or a settings update), sorted."""
         with self._collections_lock:
+            self._check_open()
             return sorted(self._collections)
 
     def collections(self) -> list[dict[str, Any]]:
         """Every collection with its record count: ``[{"collection": "movies", "records": 17472}, ...]``."""
         with self._collections_lock:
+            self._check_open()
             found = sorted(self._collections.items())
         return [{"collection": name, "records": len(collection)} for name, collection in found]
 
@@ -203,6 +215,7 @@ class Engine:
         """
         collection_id = check_collection_id(collection, "collectionId")
         with self._collections_lock:
+            self._check_open()
             target = self._collections.get(collection_id)
             if target is None:
                 raise NotFoundError(f"collection '{collection_id}' not found", field="collection")
@@ -288,6 +301,7 @@ class Engine:
     def _collection(self, name: Any, *, create: bool = False) -> Collection:
         collection_id = check_collection_id(name, "collectionId")
         with self._collections_lock:
+            self._check_open()
             collection = self._collections.get(collection_id)
             if collection is None:
                 if not create:
@@ -389,7 +403,7 @@ class Engine:
         """Run a search request (contract §3) and return the response (contract §4)."""
         parsed = parse_search_request(request)
         # The parsed id is valid: an open collection is a dict lookup (no second check, no lock).
-        target = self._collections.get(parsed.collection)
+        target = None if self._closed else self._collections.get(parsed.collection)
         if target is None:
             target = self._collection(parsed.collection)  # its 404
         with target.lock.reading():
