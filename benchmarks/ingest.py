@@ -149,11 +149,11 @@ def child_open(engine: str, corpus_name: str, directory: str) -> dict[str, Any]:
 
 
 def _child(arguments: list[str], timeout_s: float) -> dict[str, Any]:
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT / "src"), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    from benchmarks.run import child_environment
+
     try:
         child = subprocess.run([sys.executable, "-m", "benchmarks.ingest", *arguments], capture_output=True,
-                               text=True, cwd=ROOT, timeout=timeout_s, env=environment)
+                               text=True, cwd=ROOT, timeout=timeout_s, env=child_environment())
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout_s:.0f} s"}
     if child.returncode != 0:

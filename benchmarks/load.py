@@ -424,7 +424,9 @@ def markdown(results: dict[str, Any]) -> str:
 
 def _machine() -> str:
     import platform
-    return f"{os.cpu_count()} cores, Python {platform.python_version()}, Linux {platform.release()}"
+
+    from benchmarks.run import build
+    return f"{os.cpu_count()} cores, Python {platform.python_version()}, Linux {platform.release()}, roarsearch {build()}"
 
 
 def _source() -> str:

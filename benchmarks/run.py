@@ -197,10 +197,8 @@ def run_child(engine: str, corpus: str, size: int, per_class: int, budget_s: flo
     command = [sys.executable, "-m", "benchmarks.run", "--child", engine, "--corpus", corpus,
                "--records", str(size), "--per-class", str(per_class), "--class-budget", str(budget_s)]
     try:
-        # The child imports roarsearch from this tree's src/, whatever `pip install -e` points at.
-        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(ROOT / "src"), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-        child = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s, env=environment)
+        child = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s,
+                               env=child_environment())
     except subprocess.TimeoutExpired:
         return {"engine": engine, "corpus": corpus, "records": size, "error": f"timed out after {timeout_s:.0f} s"}
     if child.returncode != 0:
@@ -251,7 +249,24 @@ def machine() -> str:
     except OSError:
         pass
     return (f"{os.cpu_count()} cores ({model or platform.machine()}), {memory:.0f} GiB, "
-            f"Python {platform.python_version()}, Linux {platform.release()}")
+            f"Python {platform.python_version()}, Linux {platform.release()}, roarsearch {build()}")
+
+
+def child_environment() -> dict[str, str]:
+    """The environment of an engine's child process. It imports roarsearch from this tree's src/
+    (whatever ``pip install -e`` points at), unless the installed roarsearch is compiled: that is
+    ``pip install .`` of this tree, the build users get, and :func:`build` names it in the results."""
+    import roarsearch
+
+    paths = [str(ROOT)] if roarsearch.compiled() else [str(ROOT / "src"), str(ROOT)]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def build() -> str:
+    """Which roarsearch ran: its search path compiled by mypyc (``pip install .``) or pure Python."""
+    import roarsearch
+
+    return "compiled (mypyc)" if roarsearch.compiled() else "pure Python"
 
 
 def _at(runs: list[dict[str, Any]], corpus: str, size: int) -> list[dict[str, Any]]:

@@ -281,9 +281,10 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         extra = [key for key in text_facet_query if key not in ("query", "count")]
         if extra:
             raise BadRequestError(f"textFacetQuery.{extra[0]}: unknown field", field="textFacetQuery")
-        facet_query = text_facet_query.get("query") or ""
-        if not isinstance(facet_query, str):
+        given_query: Any = text_facet_query.get("query") or ""  # checked before it is typed (compiled code enforces types)
+        if not isinstance(given_query, str):
             raise BadRequestError("textFacetQuery.query: must be a string", field="textFacetQuery")
+        facet_query = given_query
         facet_query_count = _integer({"textFacetQuery.count": text_facet_query.get("count", 100)},
                                      "textFacetQuery.count", 1, MAX_FACET_COUNT)
     elif not _is_empty(text_facet_query):
