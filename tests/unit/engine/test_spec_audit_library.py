@@ -94,12 +94,19 @@ def test_every_call_on_a_closed_engine_is_a_503(tmp_path: Path, on_disk: bool) -
             assert ids(reopened.search({"collection": "c"})) == [1]
 
 
-def test_a_closed_engine_never_acknowledges_a_write_it_does_not_keep(tmp_path: Path) -> None:
-    engine = Engine(tmp_path)
+def closed_and_new_owner(directory: Path) -> tuple[Engine, Engine]:
+    """An engine that wrote record 1 and was closed, and the engine that owns the directory now
+    (it wrote record 10)."""
+    engine = Engine(directory)
     engine.add_records("c", {"id": 1})
     engine.close()
-    owner = Engine(tmp_path)
+    owner = Engine(directory)
     owner.add_records("c", {"id": 10})
+    return engine, owner
+
+
+def test_a_closed_engine_never_acknowledges_a_write_it_does_not_keep(tmp_path: Path) -> None:
+    engine, owner = closed_and_new_owner(tmp_path)
     try:
         answer: Any = engine.add_records("c", {"id": 2})
     except SearchError as error:
@@ -112,11 +119,7 @@ def test_a_closed_engine_never_acknowledges_a_write_it_does_not_keep(tmp_path: P
 
 
 def test_a_closed_engine_never_corrupts_the_next_owners_directory(tmp_path: Path) -> None:
-    engine = Engine(tmp_path)
-    engine.add_records("c", {"id": 1})
-    engine.close()
-    owner = Engine(tmp_path)
-    owner.add_records("c", {"id": 10})
+    engine, owner = closed_and_new_owner(tmp_path)
     try:
         engine.add_records("c", {"id": 3})
     except SearchError:
