@@ -62,16 +62,25 @@ class RelevanceRules:
 
     # ---------------------------------------------------------------- the rules
 
+    # When a rule tells candidates apart at all (otherwise each costs 0): asked by the rule itself
+    # and by :meth:`_bucket_costs`, which then skips its walk.
+    def _typos_differ(self) -> bool:
+        return any(word.max_typos for word in self.words)
+
+    def _fields_differ(self) -> bool:
+        return len(self.matcher.fields) > 1 and bool(self.words)
+
+    def _inexact_words(self) -> list[WordPlan]:
+        """Words that match more than themselves (a typo'd or longer word)."""
+        return [word for word in self.words if not word.is_exact_only()]
+
     def typo_buckets(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
         """Docs by total typo count: DP over words of "docs matching words[:k] within c typos"."""
-        if not self.words:
+        if not self._typos_differ():
             yield 0, candidates
             return
         budgets = [word.max_typos for word in self.words]
         total = sum(budgets)
-        if total == 0:
-            yield 0, candidates
-            return
         within = [candidates] * (total + 1)  # docs of words[:0] within c typos: all candidates
         reached = 0
         for word, budget in zip(self.words, budgets):
@@ -106,7 +115,7 @@ class RelevanceRules:
 
     def attribute_buckets(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
         fields = self.matcher.fields
-        if len(fields) < 2 or not self.words:
+        if not self._fields_differ():
             yield 0, candidates
             return
         # A word found as typed (no typo) decides the attribute first: a typo'd look-alike in the
@@ -131,10 +140,7 @@ class RelevanceRules:
             yield 2 * len(fields), remaining
 
     def exactness_buckets(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
-        if not self.words:
-            yield 0, candidates
-            return
-        inexact = [word for word in self.words if not word.is_exact_only()]
+        inexact = self._inexact_words()
         if not inexact:  # each word's exact docs are its match set, which holds every candidate
             yield 0, candidates
             return
@@ -295,16 +301,14 @@ class RelevanceRules:
         costs something: each rule's cost in its byte of the packed cost. Proximity comes after,
         from its callers: the attribute rule has then looked up each word's docs per field, which
         proximity asks for again (memoised) to skip the fields a word is not in."""
-        words = self.words
-        # A rule that gives every candidate cost 0 is not asked (no word with a typo allowance,
-        # one searched field, every word matched only as itself): its walk would cost a rare
-        # word's handful of matches generator steps and bitmap tests for nothing.
-        rules = []
-        if any(word.max_typos for word in words):
+        # A rule that gives every candidate cost 0 is not walked: for a rare word's handful of
+        # matches the walk costs more generator steps and bitmap tests than the ranking itself.
+        rules: list[tuple[int, Rule]] = []
+        if self._typos_differ():
             rules.append((24, self.typo_buckets))
-        if len(self.matcher.fields) > 1 and words:
+        if self._fields_differ():
             rules.append((8, self.attribute_buckets))
-        if not all(word.is_exact_only() for word in words):
+        if self._inexact_words():
             rules.append((0, self.exactness_buckets))
         for shift, rule in rules:
             for cost, bucket in rule(candidates):

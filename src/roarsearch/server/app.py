@@ -61,6 +61,7 @@ from roarsearch.server.openapi import openapi_document
 from roarsearch.server.wire import (
     THREAD_DECODE_BYTES,
     JSONResponse,
+    ascii_digits,
     check_content_type,
     decode_json,
     error_response,
@@ -332,7 +333,7 @@ class Service:
         if unknown:
             raise BadRequestError(f"{unknown[0]}: unknown query parameter (expected count, after)", field=unknown[0])
         text = request.query_params.get("count", "1000")
-        if not (text.isascii() and text.isdigit()):  # "²".isdigit() is true, int("²") fails
+        if not ascii_digits(text):
             raise BadRequestError(f"count: must be an integer between 1 and 1000, got {text!r}", field="count")
         engine = await self.reader(request)
         result = await self.call(engine.page_records, request.path_params["collectionId"], int(text),

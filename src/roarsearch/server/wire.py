@@ -77,10 +77,15 @@ def check_content_type(content_type: str) -> None:
         raise BadRequestError(f"Content-Type must be application/json, got {content_type!r}", field="body")
 
 
+def ascii_digits(text: str) -> bool:
+    """Whether ``text`` is digits that ``int`` reads (``"²".isdigit()`` is true, ``int("²")`` fails)."""
+    return text.isascii() and text.isdigit()
+
+
 async def read_body(request: Request, limit: int) -> bytes:
     """The raw body, at most ``limit`` bytes (413 past it)."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.strip().isascii() and declared.strip().isdigit() and int(declared) > limit:
+    if declared is not None and ascii_digits(declared.strip()) and int(declared) > limit:
         raise PayloadTooLargeError(f"request body is {int(declared)} bytes; the limit is {limit} bytes")
     chunks: list[bytes] = []
     size = 0
