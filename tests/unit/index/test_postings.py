@@ -96,12 +96,12 @@ def test_a_chunk_from_term_groups_equals_one_from_term_sorted_tokens(tokens: lis
     assert from_groups.positions.dtype == from_sorted.positions.dtype
 
 
-@pytest.mark.parametrize("span_limit", [0, 2048])
+@pytest.mark.parametrize("span_limit", [0, 1 << 20])
 @pytest.mark.parametrize("seed", range(6))
 def test_positions_in_matches_the_masked_gather(seed: int, span_limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each doc's positions, read per doc or as one span of the term's tokens (both paths), are
     its tokens' positions in order, over several chunks and several terms."""
-    monkeypatch.setattr(postings_module, "_SPAN_READ_WHOLE", span_limit)
+    monkeypatch.setattr(postings_module, "_SPAN_READ_PER_DOC", span_limit)
     postings = _postings(seed, 1 + seed % 3)
     generator = np.random.default_rng(seed)
     docs = np.unique(generator.integers(0, 300 * (1 + seed % 3) + 5, 1 + seed * 7)).astype(np.uint32)
