@@ -125,6 +125,8 @@ class RecordIds:
         """The record ids of ``docs`` (None for retired ones), in their order."""
         if self._list is not None:
             record_list = self._list
+            if isinstance(docs, np.ndarray):  # numpy integers are not ints to compiled code
+                docs = docs.tolist()
             return [record_list[doc] for doc in docs]
         assert self._ints is not None
         if isinstance(docs, list) and not self._retired:  # a page of docs: one gather, no checks
