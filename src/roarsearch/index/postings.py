@@ -95,6 +95,8 @@ _SEARCHED_TERMS = 16
 _SEARCH_COST = 16
 
 _EMPTY_U32 = np.empty(0, dtype=np.uint32)
+#: Term ranges a chunk remembers (:meth:`_Chunk.range_of`): ~0.2 MB at most per chunk.
+REMEMBERED_RANGES = 1024
 #: ``positions_in`` reads the positions spanning its docs' tokens of a term as one list when they
 #: are at most this many per doc (a value of a list costs ~8 ns, a doc's own numpy slice ~130 ns:
 #: five docs spread over a common term's 1,500 tokens read whole took 19 us, per doc 2).
@@ -290,7 +292,7 @@ class _Chunk:
     """Tokens of a run of batches, grouped by term: term ``terms[i]`` owns tokens
     ``starts[i]:starts[i + 1]`` of ``docs`` and ``positions`` (docs ascending within a term)."""
 
-    __slots__ = ("terms", "starts", "_docs", "_positions", "packed")
+    __slots__ = ("terms", "starts", "_docs", "_positions", "packed", "_ranges")
 
     def __init__(self, terms: np.ndarray, starts: np.ndarray, docs: np.ndarray | LazyColumn,
                  positions: np.ndarray | LazyColumn, packed: PackedTokens | None = None) -> None:
@@ -301,6 +303,8 @@ class _Chunk:
         #: The token columns as loaded from a snapshot (None for chunks built since), saved again
         #: as they are; ``_docs`` and ``_positions`` are then :class:`LazyColumn` over them.
         self.packed = packed
+        #: Token ranges of terms looked up lately (a chunk never changes; see :meth:`range_of`).
+        self._ranges: dict[int, tuple[int, int]] = {}
 
     @classmethod
     def from_packed(cls, terms: np.ndarray, starts: np.ndarray, packed: PackedTokens) -> _Chunk:
@@ -403,13 +407,21 @@ class _Chunk:
         return lo, hi
 
     def range_of(self, term: int) -> tuple[int, int]:
-        """(start, end) token offsets of one term here ((0, 0) when absent)."""
+        """(start, end) token offsets of one term here ((0, 0) when absent). Remembered for the
+        chunk's lifetime (up to :data:`REMEMBERED_RANGES` terms): proximity reads a query's
+        terms' positions on every search, and the binary search over a big chunk's millions of
+        terms cost it more than the positions (0.8 us each, most of it cache misses)."""
+        found = self._ranges.get(term)
+        if found is not None:
+            return found
         terms = self.terms
         # A uint32 key: a Python int would make numpy cast the whole term array to int64 first.
         slot = int(terms.searchsorted(np.uint32(term)))
-        if slot < terms.size and int(terms[slot]) == term:
-            return int(self.starts[slot]), int(self.starts[slot + 1])
-        return 0, 0
+        found = (int(self.starts[slot]), int(self.starts[slot + 1])) if slot < terms.size and int(terms[slot]) == term else (0, 0)
+        if len(self._ranges) >= REMEMBERED_RANGES:
+            self._ranges = {}
+        self._ranges[term] = found
+        return found
 
     def spans(self, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """(start, end) token offsets of those of ``term_ids`` held here; None when none is. One
@@ -891,15 +903,16 @@ class FieldPostings:
             return _EMPTY_U32, _EMPTY_U32
         return np.concatenate(found_docs), np.concatenate(found_positions)
 
-    def positions_in(self, term_ids: list[int], docs: list[int]) -> dict[int, list[int]]:
+    def positions_in(self, term_ids: list[int], docs: list[int], keys: np.ndarray | None = None) -> dict[int, list[int]]:
         """Positions of ``term_ids`` in each of a few ``docs`` (sorted doc ids) holding them, by doc
         (ascending). Two binary searches per term and chunk, the rest in plain Python: for the
         handful of matches of a rare multi-word query, where each numpy call costs more than the
-        positions it would move."""
+        positions it would move. ``keys``: ``docs`` as uint32, from a caller asking several times."""
         found: dict[int, list[int]] = {}
         if not docs:
             return found
-        keys = np.asarray(docs, dtype=np.uint32)
+        if keys is None:
+            keys = np.asarray(docs, dtype=np.uint32)
         chunks = list(self._chunks)
         # One term in one chunk: each doc's positions are one run, in order, of one list.
         alone = len(chunks) == 1 and len(term_ids) == 1

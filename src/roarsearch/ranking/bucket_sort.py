@@ -237,6 +237,7 @@ class RelevanceRules:
                              typo_free_terms: list[np.ndarray], candidates: AbstractBitMap | None) -> list[int]:
         """:meth:`proximity_costs` of a few docs (ascending), in plain Python over each doc's positions."""
         slot_of = {doc: slot for slot, doc in enumerate(doc_list)}
+        keys = np.asarray(doc_list, dtype=np.uint32)  # for every positions_in below
         pair_count = len(self.words) - 1
         best = [[PROXIMITY_CAP] * len(doc_list) for _pair in range(pair_count)]
         disabled = self.matcher.typo_disabled_fields
@@ -252,11 +253,11 @@ class RelevanceRules:
                     continue  # every doc has the pair side by side already: no field can do better
                 left = held[pair]
                 if left is None:
-                    left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), doc_list)
+                    left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), doc_list, keys)
                                          if self._present(self.words[pair], field_slot, candidates) else {})
                 if not left:
                     continue
-                right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1].tolist(), doc_list)
+                right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1].tolist(), doc_list, keys)
                                           if self._present(self.words[pair + 1], field_slot, candidates) else {})
                 row = best[pair]
                 for doc, right_positions in right.items():

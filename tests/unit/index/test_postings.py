@@ -130,3 +130,21 @@ def test_occurrences_in_may_read_a_rare_term_whole(whole_up_to: int) -> None:
         term_tokens = postings.occurrences(term_ids, np.ones(600, dtype=bool))[0].size
         if len(terms) == 1 and term_tokens and term_tokens <= whole_up_to:
             assert found_docs.size == term_tokens  # read whole: every doc's tokens
+
+
+@pytest.mark.parametrize("remembered", [2, 1024])
+def test_a_chunk_remembers_term_ranges_correctly_and_boundedly(remembered: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``range_of`` answers from its remembered ranges as from the term array, present and absent
+    terms alike, asked again and in any order, and never remembers more than its bound."""
+    monkeypatch.setattr(postings_module, "REMEMBERED_RANGES", remembered)
+    generator = np.random.default_rng(3)
+    term_ids = generator.integers(0, 40, 500).astype(np.uint32)
+    order = np.argsort(term_ids, kind="stable")
+    chunk = _Chunk.from_sorted(term_ids[order], np.arange(500, dtype=np.uint32)[order],
+                               np.zeros(500, dtype=np.uint32))
+    expected = {term: (int(np.searchsorted(term_ids[order], term)), int(np.searchsorted(term_ids[order], term, side="right")))
+                for term in range(45)}
+    expected = {term: span if span[1] > span[0] else (0, 0) for term, span in expected.items()}
+    for term in generator.integers(0, 45, 300).tolist():
+        assert chunk.range_of(term) == expected[term]
+        assert len(chunk._ranges) <= remembered
