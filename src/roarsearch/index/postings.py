@@ -95,6 +95,7 @@ _SEARCHED_TERMS = 16
 _SEARCH_COST = 16
 
 _EMPTY_U32 = np.empty(0, dtype=np.uint32)
+_LAST_DOC = (1 << 32) - 1
 #: Term ranges a chunk remembers (:meth:`_Chunk.range_of`): ~0.2 MB at most per chunk.
 REMEMBERED_RANGES = 1024
 #: ``positions_in`` reads the positions spanning its docs' tokens of a term as one list when they
@@ -439,6 +440,14 @@ class _Chunk:
         """One term id per token."""
         terms: np.ndarray = np.repeat(self.terms, np.diff(self.starts))
         return terms
+
+
+def doc_edges(docs: list[int]) -> np.ndarray:
+    """``docs`` (sorted doc ids), then each plus one, as uint32: searched for (side left) in a
+    term's docs, where each doc's tokens start and end, in one call. uint32 like the docs (other
+    keys would make numpy convert the term's docs); the last uint32 doc's successor wraps to 0,
+    which :meth:`FieldPostings.positions_in` mends."""
+    return np.asarray(docs + [(doc + 1) & _LAST_DOC for doc in docs], dtype=np.uint32)
 
 
 class DocMask:
@@ -903,16 +912,18 @@ class FieldPostings:
             return _EMPTY_U32, _EMPTY_U32
         return np.concatenate(found_docs), np.concatenate(found_positions)
 
-    def positions_in(self, term_ids: list[int], docs: list[int], keys: np.ndarray | None = None) -> dict[int, list[int]]:
+    def positions_in(self, term_ids: list[int], docs: list[int], edges: np.ndarray | None = None) -> dict[int, list[int]]:
         """Positions of ``term_ids`` in each of a few ``docs`` (sorted doc ids) holding them, by doc
-        (ascending). Two binary searches per term and chunk, the rest in plain Python: for the
+        (ascending). One binary search call per term and chunk, the rest in plain Python: for the
         handful of matches of a rare multi-word query, where each numpy call costs more than the
-        positions it would move. ``keys``: ``docs`` as uint32, from a caller asking several times."""
+        positions it would move. ``edges``: :func:`doc_edges` of ``docs``, from a caller asking
+        several times."""
         found: dict[int, list[int]] = {}
         if not docs:
             return found
-        if keys is None:
-            keys = np.asarray(docs, dtype=np.uint32)
+        if edges is None:
+            edges = doc_edges(docs)
+        count = len(docs)
         chunks = list(self._chunks)
         # One term in one chunk: each doc's positions are one run, in order, of one list.
         alone = len(chunks) == 1 and len(term_ids) == 1
@@ -923,8 +934,10 @@ class FieldPostings:
                     continue
                 term_docs = chunk.docs_in(start, end)[start:end]
                 positions = chunk.positions_in(start, end)
-                lows = term_docs.searchsorted(keys, side="left").tolist()
-                highs = term_docs.searchsorted(keys, side="right").tolist()
+                bounds = term_docs.searchsorted(edges).tolist()
+                lows, highs = bounds[:count], bounds[count:]
+                if docs[-1] == _LAST_DOC:  # its successor wrapped to 0: its tokens end the term's
+                    highs[-1] = end - start
                 # The docs' tokens lie in order within one span of the term's: read as one list
                 # when it is short (a slice of a list costs a fraction of a numpy slice's tolist).
                 base, top = lows[0], highs[-1]

@@ -32,7 +32,7 @@ from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array, sorted_unique
 from roarsearch.index.docstore import DocStore
-from roarsearch.index.postings import DocMask
+from roarsearch.index.postings import DocMask, doc_edges
 from roarsearch.query.match import WordMatcher
 from roarsearch.query.plan import WordPlan
 
@@ -237,7 +237,7 @@ class RelevanceRules:
                              typo_free_terms: list[np.ndarray], candidates: AbstractBitMap | None) -> list[int]:
         """:meth:`proximity_costs` of a few docs (ascending), in plain Python over each doc's positions."""
         slot_of = {doc: slot for slot, doc in enumerate(doc_list)}
-        keys = np.asarray(doc_list, dtype=np.uint32)  # for every positions_in below
+        edges = doc_edges(doc_list)  # for every positions_in below
         pair_count = len(self.words) - 1
         best = [[PROXIMITY_CAP] * len(doc_list) for _pair in range(pair_count)]
         disabled = self.matcher.typo_disabled_fields
@@ -253,11 +253,11 @@ class RelevanceRules:
                     continue  # every doc has the pair side by side already: no field can do better
                 left = held[pair]
                 if left is None:
-                    left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), doc_list, keys)
+                    left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), doc_list, edges)
                                          if self._present(self.words[pair], field_slot, candidates) else {})
                 if not left:
                     continue
-                right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1].tolist(), doc_list, keys)
+                right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1].tolist(), doc_list, edges)
                                           if self._present(self.words[pair + 1], field_slot, candidates) else {})
                 row = best[pair]
                 for doc, right_positions in right.items():

@@ -148,3 +148,14 @@ def test_a_chunk_remembers_term_ranges_correctly_and_boundedly(remembered: int, 
     for term in generator.integers(0, 45, 300).tolist():
         assert chunk.range_of(term) == expected[term]
         assert len(chunk._ranges) <= remembered
+
+
+def test_positions_in_reads_the_last_doc_id_a_uint32_holds() -> None:
+    """The doc after 2^32 - 1 wraps to 0 as a uint32: that doc's positions are still all read."""
+    last = (1 << 32) - 1
+    postings = FieldPostings()
+    postings.add(np.asarray([5, 5, last, last, last], dtype=np.uint32), np.asarray([1, 1, 1, 1, 2], dtype=np.uint32),
+                 np.asarray([0, 3, 1, 4, 2], dtype=np.uint32))
+    assert postings.positions_in([1], [5, last]) == {5: [0, 3], last: [1, 4]}
+    assert postings.positions_in([1, 2], [last]) == {last: [1, 2, 4]}
+    assert postings.positions_in([2], [5]) == {}
