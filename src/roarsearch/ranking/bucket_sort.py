@@ -233,6 +233,28 @@ class RelevanceRules:
         costs: np.ndarray = best.sum(axis=0)
         return costs
 
+    def _few_attribute_costs(self, docs: list[int]) -> list[int]:
+        """The attribute rule's packed cost of each of a few docs: :meth:`attribute_buckets` told
+        per doc by membership tests (a bucket walk made and subtracted bitmaps for each field)."""
+        field_count = len(self.matcher.fields)
+        costs = [min(2 * field_count, 255) << 8] * len(docs)
+        left = list(range(len(docs)))
+        for offset, typos in ((0, 0), (field_count, None)):
+            parts = [self.matcher.field_parts(word, word.max_typos if typos is None else typos) for word in self.words]
+            unplaced = []
+            for slot in left:
+                doc = docs[slot]
+                for position in range(field_count):
+                    if any(doc in word_parts[position] for word_parts in parts):
+                        costs[slot] = min(offset + position, 255) << 8
+                        break
+                else:
+                    unplaced.append(slot)
+            left = unplaced
+            if not left:
+                break
+        return costs
+
     def _few_proximity_costs(self, doc_list: list[int], word_terms: list[np.ndarray],
                              typo_free_terms: list[np.ndarray], candidates: AbstractBitMap | None) -> list[int]:
         """:meth:`proximity_costs` of a few docs (ascending), in plain Python over each doc's positions."""
@@ -297,17 +319,18 @@ class RelevanceRules:
             packed += np.minimum(self.proximity_costs(docs, candidates), 255) << 16
         return docs, packed
 
-    def _bucket_costs(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
-        """(packed cost, bucket) of every bucket of the typo, attribute and exactness rules that
-        costs something: each rule's cost in its byte of the packed cost. Proximity comes after,
-        from its callers: the attribute rule has then looked up each word's docs per field, which
-        proximity asks for again (memoised) to skip the fields a word is not in."""
+    def _bucket_costs(self, candidates: AbstractBitMap, attribute: bool = True) -> Iterator[tuple[int, AbstractBitMap]]:
+        """(packed cost, bucket) of every bucket of the typo, attribute (unless not ``attribute``)
+        and exactness rules that costs something: each rule's cost in its byte of the packed cost.
+        Proximity comes after, from its callers: the attribute rule has then looked up each
+        word's docs per field, which proximity asks for again (memoised) to skip the fields a
+        word is not in."""
         # A rule that gives every candidate cost 0 is not walked: for a rare word's handful of
         # matches the walk costs more generator steps and bitmap tests than the ranking itself.
         rules: list[tuple[int, Rule]] = []
         if self._typos_differ():
             rules.append((24, self.typo_buckets))
-        if self._fields_differ():
+        if attribute and self._fields_differ():
             rules.append((8, self.attribute_buckets))
         if self._inexact_words():
             rules.append((0, self.exactness_buckets))
@@ -320,9 +343,9 @@ class RelevanceRules:
         """:meth:`all_costs` of at most :data:`FEW_DOCS` candidates, as plain lists: for a handful
         of docs each numpy call (a dozen per query) costs more than the docs it scores."""
         docs = list(candidates)
-        packed = [0] * len(docs)
+        packed = self._few_attribute_costs(docs) if self._fields_differ() else [0] * len(docs)
         slot_of: dict[int, int] | None = None
-        for added, bucket in self._bucket_costs(candidates):
+        for added, bucket in self._bucket_costs(candidates, attribute=False):
             if len(bucket) == len(docs):
                 packed = [value + added for value in packed]
                 continue
