@@ -49,13 +49,26 @@ def array_from_bitmap(bitmap: AbstractBitMap) -> np.ndarray:
     return np.frombuffer(bitmap.to_array(), dtype=np.uint32)
 
 
+#: Unions of at most this many bitmaps are made two at a time, larger ones by pyroaring's
+#: multi-way union.
+PAIRWISE_UNION_MAX = 4
+
+
 def union_all(bitmaps: list[AbstractBitMap]) -> AbstractBitMap:
-    """Union of many bitmaps in one call (pyroaring's multi-way union)."""
+    """Union of ``bitmaps``, as a new bitmap (frozen when the first one is). The multi-way union
+    of three or more (CRoaring's lazy ``or_many``) turns every container into an 8 KiB bitset
+    and back: 12 us for four sparse sets of 50 docs, where two-at-a-time unions take 2; it pays
+    from about eight bitmaps, or dense ones."""
     if not bitmaps:
         return BitMap()
     if len(bitmaps) == 1:
         return bitmaps[0].copy()
-    return BitMap.union(*bitmaps)
+    if len(bitmaps) > PAIRWISE_UNION_MAX:
+        return BitMap.union(*bitmaps)
+    union = bitmaps[0] | bitmaps[1]
+    for bitmap in bitmaps[2:]:
+        union |= bitmap  # in place (a frozen union makes a new one)
+    return union
 
 
 class GrowableArray:

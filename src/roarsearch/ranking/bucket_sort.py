@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
-from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array, sorted_unique
+from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array, sorted_unique, union_all
 from roarsearch.index.docstore import DocStore
 from roarsearch.index.postings import DocMask, doc_edges
 from roarsearch.query.match import WordMatcher
@@ -89,7 +89,7 @@ class RelevanceRules:
             per_typo = [self.matcher.docs_within(word, t, candidates) for t in range(budget)] + [candidates]
             # within[c] for c past the budgets seen so far equals within[reached]: pad with it.
             grown = [
-                BitMap.union(*[within[c - t] & per_typo[t] for t in range(min(c, budget) + 1)])
+                union_all([within[c - t] & per_typo[t] for t in range(min(c, budget) + 1)])
                 for c in range(reached + 1)
             ]
             within = grown + [grown[reached]] * (total - reached)
@@ -130,7 +130,7 @@ class RelevanceRules:
                 hits = [word_parts[position] for word_parts in parts if word_parts[position].intersect(remaining)]
                 if not hits:
                     continue
-                bucket = BitMap.union(*[remaining & part for part in hits]) if len(hits) > 1 else remaining & hits[0]
+                bucket = union_all([remaining & part for part in hits]) if len(hits) > 1 else remaining & hits[0]
                 if bucket:
                     remaining = remaining - bucket
                     yield offset + position, bucket

@@ -2,6 +2,8 @@
 
 - ``sorted_unique`` gives exactly ``np.unique``'s answer (values, dtype) for integer arrays of
   any width and shape, empty and single ones included.
+- ``union_all`` of any number of bitmaps (frozen or not, sparse or dense) is their set union, as a
+  new bitmap (frozen when the first is), and leaves its inputs as they were.
 """
 
 from __future__ import annotations
@@ -9,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+from pyroaring import BitMap, FrozenBitMap
 
-from roarsearch.index.bitmaps import sorted_unique
+from roarsearch.index.bitmaps import sorted_unique, union_all
 
 
 @given(values=st.lists(st.integers(0, 2**32 - 1), max_size=300),
@@ -23,3 +26,20 @@ def test_sorted_unique_is_np_unique(values: list[int], dtype: type, two_rows: bo
     expected = np.unique(array)
     assert found.dtype == expected.dtype
     assert found.tolist() == expected.tolist()
+
+
+@given(parts=st.lists(st.tuples(st.lists(st.integers(0, 300_000), max_size=200), st.booleans(), st.booleans()),
+                      max_size=10))
+def test_union_all_is_the_set_union(parts: list[tuple[list[int], bool, bool]]) -> None:
+    bitmaps = []
+    for values, frozen, dense in parts:
+        docs = set(values) | (set(range(1000, 70_000)) if dense else set())
+        bitmaps.append(FrozenBitMap(docs) if frozen else BitMap(docs))
+    before = [set(bitmap) for bitmap in bitmaps]
+    union = union_all(bitmaps)
+    assert set(union) == set().union(*before)
+    assert all(union is not bitmap for bitmap in bitmaps)
+    assert isinstance(union, FrozenBitMap) == bool(bitmaps and isinstance(bitmaps[0], FrozenBitMap))
+    if isinstance(union, BitMap):
+        union.add(299_999_999)  # a new object: the inputs do not change
+    assert [set(bitmap) for bitmap in bitmaps] == before
