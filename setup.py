@@ -27,15 +27,15 @@ from setuptools import setup
 
 #: Modules of the per-query path that are Python orchestration rather than numpy or bitmap calls:
 #: request parsing, analysis, word planning, bitmap lookups per word and field, the ranking
-#: rules, the field warnings, the postings (a few docs' positions, for proximity) and the record
-#: ids of a page. Compiled code enforces the annotations (a numpy integer where
+#: rules, the field warnings, the postings (a few docs' positions, for proximity), the record
+#: ids of a page and the collection's search (settings, response). Compiled code enforces the annotations (a numpy integer where
 #: ``int`` is declared is a TypeError there), so a module is listed only once the whole test
 #: suite passes with it compiled. Calls inside a compiled module are bound at build time: a test
 #: that replaces a module function or a method is not seen by them, so the tests pause and fail
 #: compiled modules through their own seams (``postings.merges_held``), not by replacing code.
 COMPILED_MODULES = [
     "analysis/analyzer", "analysis/normalize", "analysis/tokenize",
-    "engine/request",
+    "engine/collection", "engine/request",
     "index/cache", "index/docstore", "index/postings",
     "query/context", "query/fields", "query/match", "query/plan",
     "ranking/bucket_sort", "ranking/ranker",

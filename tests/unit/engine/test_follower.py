@@ -208,15 +208,16 @@ def test_publisher_announces_a_batch_before_the_writer_applies_it(tmp_path: Path
     publisher = Publisher(str(tmp_path), {"app": engine})
     reader = CommitBoard(board_path(str(tmp_path), "app"))
     seen: list[tuple[dict[str, int], dict[str, int]]] = []
-    collection = engine._collections["c"]
-    apply = collection.apply_concurrently
+    index = engine._collections["c"].index
+    commit = index.commit_add
 
     def watched(*args: Any) -> Any:
         _version, committed, logged, _drops = reader.read_all()
         seen.append((committed, logged))
-        return apply(*args)
+        return commit(*args)
 
-    monkeypatch.setattr(collection, "apply_concurrently", watched)
+    # The index's commit, not the collection's method: compiled callers do not see a replaced method.
+    monkeypatch.setattr(index, "commit_add", watched)
     engine.add_records("c", records(2, 2))
     assert seen == [({"c": 1}, {"c": 2})]  # logged, not acknowledged, while the writer applies it
     publisher.publish("app")
