@@ -83,6 +83,8 @@ def word_typos(word: str, token: str, budget: int, is_prefix: bool) -> int | Non
 class ReferenceModel:
     records: dict[Any, dict[str, Any]] = field(default_factory=dict)
     text_fields: list[str] = field(default_factory=list)  # first-seen order, deletes do not forget
+    #: Every word any record added ever held (deletes do not forget: the engine's lexicon only grows).
+    vocabulary: set[str] = field(default_factory=set)
     #: Query words the last search kept after word dropping (0 for an empty query).
     last_kept: int = 0
 
@@ -90,8 +92,10 @@ class ReferenceModel:
         for record in records:
             self.records[record["id"]] = record
             for path, _element, value in iter_leaves(record):
-                if isinstance(value, str) and path not in self.text_fields:
-                    self.text_fields.append(path)
+                if isinstance(value, str):
+                    if path not in self.text_fields:
+                        self.text_fields.append(path)
+                    self.vocabulary.update(analyze(value))
 
     def delete(self, ids: list[Any]) -> list[bool]:
         return [self.records.pop(record_id, None) is not None for record_id in ids]
@@ -120,7 +124,11 @@ class ReferenceModel:
                 if candidate not in fields:
                     fields.append(candidate)
         words = query_words(query, settings.get("stopWords") or [])
-        synonyms = synonyms_per_word(words, settings.get("synonyms") or {})
+        # A synonym phrase holding a word no record ever held cannot match: the engine leaves it
+        # out of the plan, so its words do not count for proximity either (a lone "new" near
+        # "nyc" when "york" is nowhere).
+        synonyms = [[phrase for phrase in phrases if self.vocabulary.issuperset(phrase)]
+                    for phrases in synonyms_per_word(words, settings.get("synonyms") or {})]
         pool = [r for r in self.records.values() if universe is None or r["id"] in universe]
         self.last_kept = len(words)
         if not words:

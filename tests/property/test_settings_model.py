@@ -87,6 +87,8 @@ def check(engine: Engine, model: ReferenceModel, wire: dict[str, Any], query: st
 @example(records=[{"id": 1, "name": "nyc bar"}, {"id": 2, "name": "new york"}, {"id": 3, "note": "new and york"}],
          wire={"synonyms": {"new york": ["nyc"]}, "customRanking": ["-id"]}, queries=["new york", "new yor"],
          tolerance=1)
+@example(records=[{"id": 0, "note": "new", "alt": ["nyc"]}, {"id": 1, "rating": 0, "alt": ["new nyc"]}],
+         wire={"synonyms": {"nyc": ["new york"]}}, queries=["new nyc"], tolerance=0)
 def test_settings_match_the_model(records: list[dict[str, Any]], wire: dict[str, Any], queries: list[str],
                                   tolerance: int) -> None:
     engine, model = Engine(), ReferenceModel()
