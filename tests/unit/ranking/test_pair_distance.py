@@ -4,6 +4,8 @@ included)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -57,29 +59,39 @@ def test_closest_matches_the_small_measure(seed: int) -> None:
 _WORDS = ["red", "fox", "jumps", "over", "lazy", "dog", "and", "cat"]
 
 
+def _text_of(words: list[str], generator: np.random.Generator) -> Callable[[int], str]:
+    """A maker of random texts of ``words``, so many words long."""
+    return lambda length: " ".join(words[int(i)] for i in generator.integers(0, len(words), length))
+
+
+def _assert_both_paths_rank_alike(engine: Engine, searches: list[tuple[str, int]], fields: list[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> list[list[tuple[str, float]]]:
+    """Each (query, typo tolerance)'s ids and ``_rank``s through the few-match scoring equal those
+    of the vectorised path (all matches scored as many); returns them."""
+    def ranks() -> list[list[tuple[str, float]]]:
+        return [[(hit["id"], hit["_rank"]) for hit in engine.search(
+            {"collection": "c", "query": query, "typoTolerance": typos, "count": 50, "searchFields": fields})["results"]]
+            for query, typos in searches]
+
+    few = ranks()
+    monkeypatch.setattr(bucket_sort, "FEW_DOCS", -1)
+    assert ranks() == few
+    return few
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_few_docs_rank_like_the_vectorised_path(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every result's ``_rank`` (proximity included) is the same whichever path measured it."""
     generator = np.random.default_rng(seed)
 
-    def text(length: int) -> str:
-        return " ".join(_WORDS[int(i)] for i in generator.integers(0, len(_WORDS), length))
-
+    text = _text_of(_WORDS, generator)
     engine = Engine()
     engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(1, 5))),
                               "body": text(int(generator.integers(0, 30))),
                               "tags": [text(2) for _ in range(int(generator.integers(0, 3)))]}
                              for i in range(40)])
-    queries = ["red fox", "fox red dog", "lazy cat and", "jumps jumps", "dog ov", "cat fxo"]
-
-    def ranks() -> list[list[tuple[str, float]]]:
-        return [[(hit["id"], hit["_rank"]) for hit in engine.search(
-            {"collection": "c", "query": query, "count": 50, "searchFields": ["title", "body", "tags"]})["results"]]
-            for query in queries]
-
-    few = ranks()
-    monkeypatch.setattr(bucket_sort, "FEW_DOCS", -1)
-    assert ranks() == few
+    searches = [(query, 1) for query in ["red fox", "fox red dog", "lazy cat and", "jumps jumps", "dog ov", "cat fxo"]]
+    _assert_both_paths_rank_alike(engine, searches, ["title", "body", "tags"], monkeypatch)
 
 
 _WIDE = ["fox", "red", "read", "reap", "rest", "reel", "rent", "reef", "lazy", "lacy", "hazy", "laze", "lady", "dog"]
@@ -91,24 +103,12 @@ def test_few_docs_with_a_wide_word_rank_like_the_vectorised_path(seed: int, monk
     look-alikes) take the vectorised proximity inside the few-match scoring: same ``_rank``s."""
     generator = np.random.default_rng(seed)
 
-    def text(length: int) -> str:
-        return " ".join(_WIDE[int(i)] for i in generator.integers(0, len(_WIDE), length))
-
+    text = _text_of(_WIDE, generator)
     engine = Engine()
     engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(1, 6))),
                               "body": text(int(generator.integers(0, 20)))} for i in range(40)])
     searches = [("fox re", 0), ("dog r", 0), ("lazy fox", 1), ("fox lazy re", 1)]
-
-    def ranks() -> list[list[tuple[str, float]]]:
-        return [[(hit["id"], hit["_rank"]) for hit in engine.search(
-            {"collection": "c", "query": query, "typoTolerance": typos, "count": 50,
-             "searchFields": ["title", "body"]})["results"]]
-            for query, typos in searches]
-
-    few = ranks()
-    assert all(few)
-    monkeypatch.setattr(bucket_sort, "FEW_DOCS", -1)
-    assert ranks() == few
+    assert all(_assert_both_paths_rank_alike(engine, searches, ["title", "body"], monkeypatch))
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -143,22 +143,10 @@ def test_few_docs_rank_typod_fields_like_the_vectorised_path(seed: int, monkeypa
     two passes (as typed first, then with typos) give the same ``_rank``s on both paths."""
     generator = np.random.default_rng(seed)
 
-    def text(length: int) -> str:
-        return " ".join(_LOOKALIKES[int(i)] for i in generator.integers(0, len(_LOOKALIKES), length))
-
+    text = _text_of(_LOOKALIKES, generator)
     engine = Engine()
     engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(0, 3))),
                               "subtitle": text(int(generator.integers(0, 3))),
                               "body": text(int(generator.integers(0, 6)))} for i in range(40)])
     searches = [("hanks ", 1), ("banks lamp ", 1), ("lamp tanks ", 1), ("desk hank ", 2), ("damp ", 1)]
-
-    def ranks() -> list[list[tuple[str, float]]]:
-        return [[(hit["id"], hit["_rank"]) for hit in engine.search(
-            {"collection": "c", "query": query, "typoTolerance": typos, "count": 50,
-             "searchFields": ["title", "subtitle", "body"]})["results"]]
-            for query, typos in searches]
-
-    few = ranks()
-    assert all(few)
-    monkeypatch.setattr(bucket_sort, "FEW_DOCS", -1)
-    assert ranks() == few
+    assert all(_assert_both_paths_rank_alike(engine, searches, ["title", "subtitle", "body"], monkeypatch))
