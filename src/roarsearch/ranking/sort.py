@@ -76,6 +76,8 @@ def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool,
 
 #: Docs taken per step when walking a value-sorted column from its best end.
 PRESORTED_CHUNK = 4096
+#: The walk is taken when candidates² is at least this many times (page end × the column's pairs).
+PRESORTED_MIN_RATIO = 8
 
 
 def _presorted_docs(index: Index, candidates: AbstractBitMap, keys: tuple[SortKey, ...], wanted: int) -> np.ndarray | None:
@@ -92,7 +94,7 @@ def _presorted_docs(index: Index, candidates: AbstractBitMap, keys: tuple[SortKe
     if columns is None or columns.numeric is None or columns.has_text or columns.has_bool:
         return None  # strings and booleans sort in their own class: not in the numeric pairs
     values, docs = columns.numeric.sorted_pairs()
-    if len(candidates) ** 2 < 8 * wanted * docs.size:
+    if len(candidates) ** 2 < PRESORTED_MIN_RATIO * wanted * docs.size:
         # Few candidates: the walk would test about ``wanted * pairs / candidates`` docs one by one,
         # more than keying every candidate at once costs.
         return None

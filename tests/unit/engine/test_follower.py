@@ -25,6 +25,7 @@ import pytest
 
 from roarsearch import Engine
 from roarsearch.engine.follower import FollowerEngine
+from roarsearch.index import writer as writer_module
 from roarsearch.server.workers import Publisher, board_path, committed_positions
 from roarsearch.storage import store as store_module
 from roarsearch.storage.follow import CommitBoard
@@ -208,16 +209,16 @@ def test_publisher_announces_a_batch_before_the_writer_applies_it(tmp_path: Path
     publisher = Publisher(str(tmp_path), {"app": engine})
     reader = CommitBoard(board_path(str(tmp_path), "app"))
     seen: list[tuple[dict[str, int], dict[str, int]]] = []
-    index = engine._collections["c"].index
-    commit = index.commit_add
+    commit = writer_module.commit_add
 
     def watched(*args: Any) -> Any:
         _version, committed, logged, _drops = reader.read_all()
         seen.append((committed, logged))
         return commit(*args)
 
-    # The index's commit, not the collection's method: compiled callers do not see a replaced method.
-    monkeypatch.setattr(index, "commit_add", watched)
+    # The writer module's commit (pure Python, called through its module): compiled callers do not
+    # see a replaced method of the collection or the index.
+    monkeypatch.setattr(writer_module, "commit_add", watched)
     engine.add_records("c", records(2, 2))
     assert seen == [({"c": 1}, {"c": 2})]  # logged, not acknowledged, while the writer applies it
     publisher.publish("app")

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from roarsearch import Engine
+from roarsearch.query.request import SortKey
 from roarsearch.ranking import sort
 
 
@@ -35,6 +36,11 @@ def test_walk_pages_like_keying_every_candidate(seed: int, monkeypatch: pytest.M
     def pages() -> list[list[object]]:
         return [[hit["id"] for hit in engine.search(body)["results"]] for body in bodies]
 
+    index = engine._collections["c"].index
+    walk_applies = sort._presorted_docs(index, index.alive, (SortKey("n", False),), 30) is not None
     walked = pages()
-    monkeypatch.setattr(sort, "_presorted_docs", lambda *args: None)
+    # Off through its threshold, read at call time (a replaced function would not be seen by
+    # the compiled module's own calls).
+    monkeypatch.setattr(sort, "PRESORTED_MIN_RATIO", 1 << 62)
+    assert walk_applies and sort._presorted_docs(index, index.alive, (SortKey("n", False),), 30) is None
     assert pages() == walked
