@@ -942,7 +942,7 @@ class FieldPostings:
                 # when it is short (a slice of a list costs a fraction of a numpy slice's tolist).
                 base, top = lows[0], highs[-1]
                 runs: Iterator[tuple[int, list[int]]]
-                if top - base <= _SPAN_READ_PER_DOC * len(docs):
+                if top - base <= _SPAN_READ_PER_DOC * count:
                     span: list[int] = positions[start + base:start + top].tolist()
                     if alone:
                         return {doc: span[low - base:high - base] for doc, low, high in zip(docs, lows, highs) if high > low}

@@ -118,11 +118,8 @@ class RelevanceRules:
         if not self._fields_differ():
             yield 0, candidates
             return
-        # A word found as typed (no typo) decides the attribute first: a typo'd look-alike in the
-        # title ("Banks" for "hanks") must not outrank the exact word in the second field.
         remaining = candidates
-        for offset, typos in ((0, 0), (len(fields), None)):
-            parts = [self.matcher.field_parts(word, word.max_typos if typos is None else typos) for word in self.words]
+        for offset, parts in self._attribute_passes():
             for position in range(len(fields)):
                 # Each word's docs in the field within what is left, then their union: intersecting
                 # first keeps a common word's docs from being unioned whole. A field none of them
@@ -138,6 +135,15 @@ class RelevanceRules:
                     return
         if remaining:
             yield 2 * len(fields), remaining
+
+    def _attribute_passes(self) -> Iterator[tuple[int, list[list[AbstractBitMap]]]]:
+        """The attribute rule's two passes, each as (cost of its first field, each word's docs per
+        field): a word found as typed (no typo) decides the attribute first — a typo'd look-alike
+        in the title ("Banks" for "hanks") must not outrank the exact word in the second field —,
+        then with its typos. Lazy: the second pass's docs are looked up only if asked for."""
+        for offset, typos in ((0, 0), (len(self.matcher.fields), None)):
+            yield offset, [self.matcher.field_parts(word, word.max_typos if typos is None else typos)
+                           for word in self.words]
 
     def exactness_buckets(self, candidates: AbstractBitMap) -> Iterator[tuple[int, AbstractBitMap]]:
         inexact = self._inexact_words()
@@ -239,8 +245,7 @@ class RelevanceRules:
         field_count = len(self.matcher.fields)
         costs = [min(2 * field_count, 255) << 8] * len(docs)
         left = list(range(len(docs)))
-        for offset, typos in ((0, 0), (field_count, None)):
-            parts = [self.matcher.field_parts(word, word.max_typos if typos is None else typos) for word in self.words]
+        for offset, parts in self._attribute_passes():
             unplaced = []
             for slot in left:
                 doc = docs[slot]
