@@ -963,7 +963,7 @@ class FieldPostings:
     def occurrences_in(self, term_ids: np.ndarray, docs: np.ndarray,
                        mask: DocMask | None = None, whole_up_to: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in ``docs``
-        (sorted, unique doc ids), in no particular order; positions are uint32. ``mask``: ``docs``
+        (sorted, unique doc ids), in no particular order; positions as stored (uint16 or uint32). ``mask``: ``docs``
         as a dense boolean mask made on first need, when the caller shares one between lookups.
         ``whole_up_to``: a lone term with at most this many tokens in a chunk comes whole, other
         docs' tokens included — for a caller that drops those later at less cost than a lookup.
@@ -1038,8 +1038,8 @@ class FieldPostings:
         if not found_docs:
             return _EMPTY_U32, _EMPTY_U32
         if len(found_docs) == 1:
-            return found_docs[0], found_positions[0].astype(np.uint32, copy=False)
-        return np.concatenate(found_docs), np.concatenate(found_positions).astype(np.uint32, copy=False)
+            return found_docs[0], found_positions[0]
+        return np.concatenate(found_docs), np.concatenate(found_positions)
 
     def _merged(self) -> _Chunk:
         """All tokens as one chunk (merging the chunks into one)."""

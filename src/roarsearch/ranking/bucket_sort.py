@@ -198,10 +198,11 @@ class RelevanceRules:
 
     def _proximity_costs(self, docs: np.ndarray, word_terms: list[np.ndarray], typo_free_terms: list[np.ndarray],
                          candidates: AbstractBitMap | None) -> np.ndarray:
-        """:meth:`proximity_costs` of many docs, vectorised per word pair and field."""
+        """:meth:`proximity_costs` of many docs, vectorised: per word pair, one merge of both words'
+        tokens in every searched field (a doc's closest pair over its fields)."""
         pair_count = len(self.words) - 1
         disabled = self.matcher.typo_disabled_fields
-        best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
+        tokens: list[list[FieldTokens]] = [[] for _word in self.words]
         mask = DocMask()  # shared by every word's lookup in every field that needs it
         for field_slot, field in enumerate(self.matcher.fields):
             postings = self.matcher.index.postings.get(field)
@@ -210,34 +211,26 @@ class RelevanceRules:
             terms_here = typo_free_terms if field in disabled else word_terms
             # Positions are read only for words some of the docs hold in this field next to a
             # word they also hold there (the field's word bitmaps say so, at a bitmap test each).
-            # A pair whose every doc has its words side by side already needs no other field.
-            open_pairs = [bool(best[pair].any()) for pair in range(pair_count)]
-            if not any(open_pairs):
-                break
             present = [self._present(word, field_slot, candidates) for word in self.words]
-            occurrences = [postings.occurrences_in(terms, docs, mask, WHOLE_TOKENS)
-                           if present[position] and ((position and present[position - 1] and open_pairs[position - 1])
-                                                     or (position < pair_count and present[position + 1]
-                                                         and open_pairs[position]))
-                           else None
-                           for position, terms in enumerate(terms_here)]
-            for pair in range(pair_count):
-                left, right = occurrences[pair], occurrences[pair + 1]
-                if left is None or right is None:
-                    continue
-                (left_docs, left_positions), (right_docs, right_positions) = left, right
-                distance = _pair_distance(left_docs, left_positions, right_docs, right_positions)
-                if distance is None:
-                    continue
-                pair_docs, pair_best = distance
-                slots = np.searchsorted(docs, pair_docs)  # each doc once per pair: no ufunc.at needed
-                # A rare term's tokens were read whole: the pairs of docs that are not candidates go.
-                ours = slots < docs.size
-                ours[ours] = docs[slots[ours]] == pair_docs[ours]
-                slots = slots[ours]
-                best[pair, slots] = np.minimum(best[pair, slots], pair_best[ours])
-        costs: np.ndarray = best.sum(axis=0)
-        return costs
+            for position, terms in enumerate(terms_here):
+                if present[position] and ((position and present[position - 1])
+                                          or (position < pair_count and present[position + 1])):
+                    found_docs, found_positions = postings.occurrences_in(terms, docs, mask, WHOLE_TOKENS)
+                    if found_docs.size:
+                        tokens[position].append((field_slot, found_docs, found_positions))
+        best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
+        for pair in range(pair_count):
+            measured = pair_costs(tokens[pair], tokens[pair + 1], len(self.matcher.fields))
+            if measured is None:
+                continue
+            pair_docs, costs = measured
+            slots = np.searchsorted(docs, pair_docs)
+            # A rare word's tokens were read whole: the pairs in docs that are not candidates go.
+            np.minimum(slots, docs.size - 1, out=slots)
+            costs[docs[slots] != pair_docs] = PROXIMITY_CAP
+            np.minimum.at(best[pair], slots, costs)  # a doc's least over its fields
+        summed: np.ndarray = best[0] if pair_count == 1 else best.sum(axis=0)
+        return summed
 
     def _few_attribute_costs(self, docs: list[int]) -> list[int]:
         """The attribute rule's packed cost of each of a few docs: :meth:`attribute_buckets` told
@@ -369,48 +362,95 @@ class RelevanceRules:
         return docs, packed
 
 
-def _pair_distance(
-    left_docs: np.ndarray, left_positions: np.ndarray, right_docs: np.ndarray, right_positions: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Smallest distance per doc between a left-word token and a right-word token (vectorised).
+#: One word's tokens in one searched field: (field slot, docs, positions), in any order.
+FieldTokens = tuple[int, np.ndarray, np.ndarray]
 
-    Tokens of both words are merged in (doc, position) order; only neighbours in that order can be
-    closest. In reading order the distance is the position difference; reversed costs one more.
+
+def pair_costs(left: list[FieldTokens], right: list[FieldTokens],
+               field_count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Proximity costs of two consecutive query words in the docs holding both in one field: (docs,
+    costs), a doc possibly more than once (a doc's cost is its least); None when no doc holds both.
+
+    The cost is the closest two tokens' distance less one, capped at :data:`PROXIMITY_CAP`: in
+    reading order the position difference (at least 1), reversed one more. Both words' tokens are
+    merged in (doc, field, position) order as one sort key each — doc id in the high 32 bits, then
+    the field slot, the position, and a low bit set on the left word's tokens — so only neighbours in
+    that order can be closest, and half their keys' difference (odd: the side bits differ) is the
+    cost: a right token g after a left one differs by 2g - 1 (cost g - 1), one g before it by 2g + 1.
     """
-    if left_docs.size == 0 or right_docs.size == 0:
+    if not left or not right:
         return None
-    if left_docs.size + right_docs.size <= _SMALL_PAIR_TOKENS:
-        return _pair_distance_small(left_docs, left_positions, right_docs, right_positions)
-    if int(left_positions.max()) >= _PACKED_POSITION_LIMIT or int(right_positions.max()) >= _PACKED_POSITION_LIMIT:
-        docs = np.concatenate((left_docs, right_docs)).astype(np.int64)
-        positions = np.concatenate((left_positions, right_positions)).astype(np.int64)
-        is_right = np.concatenate((np.zeros(left_docs.size, bool), np.ones(right_docs.size, bool)))
-        order = np.lexsort((is_right, positions, docs))
-        docs, positions, is_right = docs[order], positions[order], is_right[order]
-    else:
-        # One sort of packed (doc, position, side) keys — doc ids are 32-bit, positions here below
-        # 2^31 — in place of a three-key lexsort (several times slower on the same tokens).
-        keys = np.concatenate(((left_docs.astype(np.uint64) << np.uint64(32)) | (left_positions.astype(np.uint64) << np.uint64(1)),
-                               (right_docs.astype(np.uint64) << np.uint64(32)) | (right_positions.astype(np.uint64) << np.uint64(1))
-                               | np.uint64(1)))
-        keys.sort()
-        docs = (keys >> np.uint64(32)).astype(np.int64)
-        positions = ((keys >> np.uint64(1)) & np.uint64(_PACKED_POSITION_LIMIT - 1)).astype(np.int64)
-        is_right = (keys & np.uint64(1)).astype(bool)
-    neighbour = (docs[1:] == docs[:-1]) & (is_right[1:] != is_right[:-1])
-    if not neighbour.any():
+    field_bits = (field_count - 1).bit_length()
+    position_bits = 31 - field_bits
+    if sum(docs.size for _slot, docs, _positions in left + right) <= _SMALL_PAIR_TOKENS:
+        return _pair_costs_small(_keys(left, position_bits).tolist(), _keys(right, position_bits).tolist(),
+                                 position_bits + 1, field_bits)
+    if not all(positions.dtype == np.uint16 or int(positions.max()) < 1 << position_bits
+               for _slot, _docs, positions in left + right):
+        return _pair_costs_unpacked(left, right, field_count)
+    keys = np.concatenate((_keys(left, position_bits) | np.uint64(1), _keys(right, position_bits)))
+    keys.sort()
+    # Neighbours from the two words in one doc and field: keys equal but in position bits and side bit.
+    neighbours = np.flatnonzero(((keys[1:] ^ keys[:-1]) & np.uint64(_outside_positions(position_bits))) == 1)
+    if not neighbours.size:
         return None
-    gap = positions[1:] - positions[:-1]
-    # A right word after a left word reads in order; a left word after a right word is reversed.
-    distance = np.where(is_right[1:], gap, gap + 1)
-    distance = np.maximum(distance, 1)[neighbour]
-    pair_docs = docs[1:][neighbour]  # in doc order already: the smallest per doc is a reduceat
-    first = np.flatnonzero(np.concatenate(([True], pair_docs[1:] != pair_docs[:-1])))
-    return pair_docs[first], np.minimum(np.minimum.reduceat(distance, first) - 1, PROXIMITY_CAP)
+    costs = np.minimum(np.diff(keys)[neighbours].view(np.int64) >> 1, PROXIMITY_CAP)
+    return (keys[neighbours + 1] >> np.uint64(32)).astype(np.uint32), costs
 
 
-#: Positions below this pack into a sort key with their doc id and word side (see :func:`_pair_distance`).
-_PACKED_POSITION_LIMIT = 1 << 31
+def _keys(tokens: list[FieldTokens], position_bits: int) -> np.ndarray:
+    """The sort keys of :func:`pair_costs` (side bit clear) of one word's tokens, field after field."""
+    parts = []
+    for slot, docs, positions in tokens:
+        keys = np.left_shift(docs, 32, dtype=np.uint64)
+        keys |= np.left_shift(positions, 1, dtype=np.uint64)
+        if slot:
+            keys |= np.uint64(slot << (position_bits + 1))
+        parts.append(keys)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _outside_positions(position_bits: int) -> int:
+    """The bits of a :func:`pair_costs` key that are not its position's."""
+    return ((1 << 64) - 1) ^ (((1 << position_bits) - 1) << 1)
+
+
+def _pair_costs_small(left: list[int], right: list[int], group_shift: int,
+                      field_bits: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`pair_costs` of a few tokens' keys, pair by pair in Python (cheaper than the dozen
+    numpy calls of the merge): tokens of one doc and field share the key bits above ``group_shift``."""
+    lefts: dict[int, list[int]] = {}
+    for key in left:
+        lefts.setdefault(key >> group_shift, []).append(key | 1)
+    best: dict[int, int] = {}
+    for key in right:
+        group = key >> group_shift
+        for left_key in lefts.get(group, ()):
+            cost = min(abs(key - left_key) >> 1, PROXIMITY_CAP)
+            if cost < best.get(group, PROXIMITY_CAP + 1):
+                best[group] = cost
+    if not best:
+        return None
+    groups = sorted(best)
+    return (np.asarray([group >> field_bits for group in groups], dtype=np.uint32),
+            np.asarray([best[group] for group in groups], dtype=np.int64))
+
+
+def _pair_costs_unpacked(left: list[FieldTokens], right: list[FieldTokens],
+                         field_count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`pair_costs` for positions too large to pack with doc and field in 64 bits (fields of
+    tens of millions of tokens): the same merge over (doc and field, position and side) columns."""
+    groups = np.concatenate([docs.astype(np.int64) * field_count + slot for slot, docs, _positions in left + right])
+    sides = np.concatenate([np.full(docs.size, side, dtype=np.int64)
+                            for side, tokens in ((1, left), (0, right)) for _slot, docs, _positions in tokens])
+    lows = np.concatenate([positions for _slot, _docs, positions in left + right]).astype(np.int64) * 2 + sides
+    order = np.lexsort((lows, groups))
+    groups, lows = groups[order], lows[order]
+    neighbours = np.flatnonzero((groups[1:] == groups[:-1]) & (((lows[1:] ^ lows[:-1]) & 1) == 1))
+    if not neighbours.size:
+        return None
+    costs = np.minimum((lows[neighbours + 1] - lows[neighbours]) >> 1, PROXIMITY_CAP)
+    return (groups[neighbours + 1] // field_count).astype(np.uint32), costs
 
 
 #: A word of one term with at most this many tokens in a field is read whole for the proximity
@@ -425,7 +465,7 @@ FEW_TERMS = 4
 
 def _closest(left: list[int], right: list[int]) -> int:
     """Proximity cost of one doc's positions of two words (each ascending, neither empty): the
-    smallest distance over all pairs, minus one, capped — as :func:`_pair_distance` measures it.
+    smallest distance over all pairs, minus one, capped — as :func:`pair_costs` measures it.
     One merge of the two lists: the closest pair is adjacent in position order."""
     best = PROXIMITY_CAP + 1
     left_at = right_at = 0
@@ -455,31 +495,6 @@ def _closest(left: list[int], right: list[int]) -> int:
 #: Up to this many tokens of two words, their distances are measured pair by pair in Python:
 #: cheaper than the dozen numpy calls of the merge for the few positions of a few docs.
 _SMALL_PAIR_TOKENS = 48
-
-
-def _pair_distance_small(
-    left_docs: np.ndarray, left_positions: np.ndarray, right_docs: np.ndarray, right_positions: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_pair_distance` over every pair of tokens (the smallest distance of all pairs is that
-    of the closest neighbours in position order, which the merge finds)."""
-    lefts: dict[int, list[int]] = {}
-    for doc, position in zip(left_docs.tolist(), left_positions.tolist()):
-        lefts.setdefault(doc, []).append(position)
-    best: dict[int, int] = {}
-    for doc, right in zip(right_docs.tolist(), right_positions.tolist()):
-        positions = lefts.get(doc)
-        if positions is None:
-            continue
-        for left in positions:
-            # In reading order the gap (at least 1); a right word before the left one costs one more.
-            distance = max(right - left, 1) if right >= left else left - right + 1
-            if distance < best.get(doc, distance + 1):
-                best[doc] = distance
-    if not best:
-        return None
-    pair_docs = sorted(best)
-    return (np.asarray(pair_docs, dtype=np.int64),
-            np.asarray([min(best[doc] - 1, PROXIMITY_CAP) for doc in pair_docs], dtype=np.int64))
 
 
 def order_by_id(docstore: DocStore, bucket: AbstractBitMap, start: int, stop: int) -> list[int]:

@@ -1,6 +1,7 @@
-"""The proximity of two words per doc: the pair-by-pair measure used for a few tokens gives what
-the vectorised merge gives, on random tokens (repeated positions and a word matching both sides
-included)."""
+"""The proximity of two words per doc and field: the merge of packed sort keys, the pair-by-pair
+measure used for a few tokens and the column merge for huge positions all give what a brute force
+over every pair of tokens gives, on random tokens (repeated positions, several fields, 32-bit doc
+ids and a word matching both sides included)."""
 
 from __future__ import annotations
 
@@ -11,49 +12,96 @@ import pytest
 
 from roarsearch import Engine
 from roarsearch.ranking import bucket_sort
-from roarsearch.ranking.bucket_sort import _closest, _pair_distance, _pair_distance_small
+from roarsearch.ranking.bucket_sort import (
+    PROXIMITY_CAP,
+    FieldTokens,
+    _closest,
+    _keys,
+    _pair_costs_small,
+    _pair_costs_unpacked,
+    pair_costs,
+)
 
 
-def _tokens(generator: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
-    docs = np.sort(generator.integers(0, 5, count)).astype(np.uint32)
-    positions = generator.integers(0, 30, count).astype(np.uint32)
-    return docs, positions
+def _word(generator: np.random.Generator, fields: int, count: int, top_doc: int = 5,
+          high: int = 0) -> list[FieldTokens]:
+    """Random tokens of one word in some of ``fields`` (docs below ``top_doc``, positions below 30
+    plus, for some tokens, ``high``)."""
+    tokens = []
+    for slot in range(fields):
+        if generator.random() < 0.3 and slot:
+            continue
+        docs = np.sort(generator.choice([0, 1, 2, top_doc - 2, top_doc - 1], count)).astype(np.uint32)
+        positions = generator.integers(0, 30, count) + generator.choice([0, high], count)
+        tokens.append((slot, docs, positions.astype(np.uint32 if high < 1 << 32 else np.uint64)))
+    return tokens
+
+
+def _brute_force(left: list[FieldTokens], right: list[FieldTokens]) -> list[tuple[int, int]]:
+    """Sorted (doc, least cost over its fields) of the docs holding both words in one field: every
+    pair of tokens measured."""
+    best: dict[tuple[int, int], int] = {}
+    for left_slot, left_docs, left_positions in left:
+        for right_slot, right_docs, right_positions in right:
+            if left_slot != right_slot:
+                continue
+            for doc, here in zip(left_docs.tolist(), left_positions.tolist()):
+                for other, there in zip(right_docs.tolist(), right_positions.tolist()):
+                    if other == doc:
+                        # In reading order the gap (at least 1); reversed one more; less one, capped.
+                        distance = max(there - here, 1) if there >= here else here - there + 1
+                        cost = min(distance - 1, PROXIMITY_CAP)
+                        best[(doc, left_slot)] = min(best.get((doc, left_slot), cost), cost)
+    least: dict[int, int] = {}
+    for (doc, _slot), cost in best.items():
+        least[doc] = min(least.get(doc, cost), cost)
+    return sorted(least.items())
+
+
+def _pairs(measured: tuple[np.ndarray, np.ndarray] | None) -> list[tuple[int, int]]:
+    """Each doc's least cost of a measure's (doc, cost) pairs, as the ranking folds them."""
+    least: dict[int, int] = {}
+    for doc, cost in [] if measured is None else zip(measured[0].tolist(), measured[1].tolist()):
+        least[doc] = min(least.get(doc, cost), cost)
+    return sorted(least.items())
 
 
 @pytest.mark.parametrize("seed", range(300))
-def test_small_measure_matches_the_merge(seed: int) -> None:
+def test_every_measure_matches_the_brute_force(seed: int) -> None:
     generator = np.random.default_rng(seed)
-    left = _tokens(generator, int(generator.integers(1, 12)))
-    right = _tokens(generator, int(generator.integers(1, 12)))
-    if seed % 5 == 0:  # the same word on both sides
-        right = left
-    merged = _pair_distance(*left, *right) if left[0].size + right[0].size > 48 else None
-    small = _pair_distance_small(*left, *right)
-    if merged is None:
-        # The merge's own path, forced: tokens above the small limit.
-        repeat = 60 // (left[0].size + right[0].size) + 1
-        big_left = tuple(np.tile(part, repeat) for part in left)
-        order = np.argsort(big_left[0], kind="stable")
-        big_right = tuple(np.tile(part, repeat) for part in right)
-        order_right = np.argsort(big_right[0], kind="stable")
-        merged = _pair_distance(big_left[0][order], big_left[1][order], big_right[0][order_right], big_right[1][order_right])
-    if small is None:
-        assert merged is None
-        return
-    assert merged is not None
-    assert small[0].tolist() == merged[0].tolist()
-    assert small[1].tolist() == merged[1].tolist()
+    fields = int(generator.integers(1, 6))
+    top_doc = (1 << 32) if seed % 4 == 0 else 5  # the largest doc ids pack too
+    left = _word(generator, fields, int(generator.integers(1, 40)), top_doc)
+    right = left if seed % 5 == 0 else _word(generator, fields, int(generator.integers(1, 40)), top_doc)
+    expected = _brute_force(left, right)
+    assert _pairs(pair_costs(left, right, fields)) == expected
+    field_bits = (fields - 1).bit_length()
+    small = _pair_costs_small(_keys(left, 31 - field_bits).tolist(), _keys(right, 31 - field_bits).tolist(),
+                              32 - field_bits, field_bits)
+    assert _pairs(small) == expected
+    assert _pairs(_pair_costs_unpacked(left, right, fields)) == expected
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_positions_too_large_to_pack_take_the_column_merge(seed: int) -> None:
+    """Positions past what the packed key holds beside the field slot (fields of tens of millions of
+    tokens) are measured by the column merge: same answer as the brute force."""
+    generator = np.random.default_rng(seed)
+    fields = int(generator.integers(2, 9))
+    high = (1 << (31 - (fields - 1).bit_length())) - 16 if seed % 2 else (1 << 33)
+    left = _word(generator, fields, int(generator.integers(30, 60)), high=high)
+    right = _word(generator, fields, int(generator.integers(30, 60)), high=high)
+    assert _pairs(pair_costs(left, right, fields)) == _brute_force(left, right)
 
 
 @pytest.mark.parametrize("seed", range(300))
-def test_closest_matches_the_small_measure(seed: int) -> None:
+def test_closest_matches_the_brute_force(seed: int) -> None:
     generator = np.random.default_rng(seed)
     left = sorted(generator.integers(0, 30, int(generator.integers(1, 8))).tolist())
     right = sorted(generator.integers(0, 30, int(generator.integers(1, 8))).tolist()) if seed % 5 else left
-    measured = _pair_distance_small(np.zeros(len(left), np.uint32), np.asarray(left, np.uint32),
-                                    np.zeros(len(right), np.uint32), np.asarray(right, np.uint32))
-    assert measured is not None
-    assert _closest(left, right) == int(measured[1][0])
+    expected = _brute_force([(0, np.zeros(len(left), np.uint32), np.asarray(left, np.uint32))],
+                            [(0, np.zeros(len(right), np.uint32), np.asarray(right, np.uint32))])
+    assert [(0, _closest(left, right))] == expected
 
 
 _WORDS = ["red", "fox", "jumps", "over", "lazy", "dog", "and", "cat"]
@@ -109,29 +157,6 @@ def test_few_docs_with_a_wide_word_rank_like_the_vectorised_path(seed: int, monk
                               "body": text(int(generator.integers(0, 20)))} for i in range(40)])
     searches = [("fox re", 0), ("dog r", 0), ("lazy fox", 1), ("fox lazy re", 1)]
     assert all(_assert_both_paths_rank_alike(engine, searches, ["title", "body"], monkeypatch))
-
-
-@pytest.mark.parametrize("seed", range(60))
-def test_merge_packs_any_doc_id_and_falls_back_for_huge_positions(seed: int) -> None:
-    """The merge's packed sort key holds 32-bit doc ids and positions below 2^31 (array elements
-    sit 1,024 positions apart); past that it sorts the three columns instead, with the same answer."""
-    generator = np.random.default_rng(seed)
-    huge = seed % 3 == 0
-    top = (1 << 32) - 1 if not huge else 1 << 20
-
-    def tokens(count: int) -> tuple[np.ndarray, np.ndarray]:
-        docs = np.sort(generator.choice([0, 7, top - 1, top], count)).astype(np.uint32)
-        high = (1 << 33) if huge else (1 << 31) - 1
-        positions = generator.integers(0, 40, count) + generator.choice([0, 1024, high - 64], count)
-        return docs, positions.astype(np.int64 if huge else np.uint32)
-
-    left, right = tokens(int(generator.integers(30, 60))), tokens(int(generator.integers(30, 60)))
-    merged, small = _pair_distance(*left, *right), _pair_distance_small(*left, *right)
-    if small is None:
-        assert merged is None
-        return
-    assert merged is not None
-    assert small[0].tolist() == merged[0].tolist() and small[1].tolist() == merged[1].tolist()
 
 
 _LOOKALIKES = ["hanks", "banks", "tanks", "hank", "lamp", "lamb", "damp", "lamps", "desk", "disk"]
