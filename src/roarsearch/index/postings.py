@@ -455,13 +455,15 @@ class DocMask:
     need and shared by the lookups that need it (a mask as long as the largest doc id costs more
     than the lookups of a few rare terms)."""
 
-    __slots__ = ("_mask",)
+    __slots__ = ("_docs", "_mask")
 
-    def __init__(self) -> None:
+    def __init__(self, docs: np.ndarray) -> None:
+        self._docs = docs
         self._mask: np.ndarray | None = None
 
-    def of(self, docs: np.ndarray) -> np.ndarray:
+    def dense(self) -> np.ndarray:
         if self._mask is None:
+            docs = self._docs
             self._mask = np.zeros(int(docs[-1]) + 1, dtype=bool)
             self._mask[docs] = True
         return self._mask
@@ -963,10 +965,11 @@ class FieldPostings:
     def occurrences_in(self, term_ids: np.ndarray, docs: np.ndarray,
                        mask: DocMask | None = None, whole_up_to: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(docs, positions) of every occurrence of ``term_ids`` (sorted, unique) in ``docs``
-        (sorted, unique doc ids), in no particular order; positions as stored (uint16 or uint32). ``mask``: ``docs``
-        as a dense boolean mask made on first need, when the caller shares one between lookups.
-        ``whole_up_to``: a lone term with at most this many tokens in a chunk comes whole, other
-        docs' tokens included — for a caller that drops those later at less cost than a lookup.
+        (sorted, unique doc ids), in no particular order; positions as stored (uint16 or uint32).
+        ``mask``: ``docs`` — or more docs, whose tokens may then come too — as a dense mask, when
+        the caller shares one between lookups. ``whole_up_to``: a lone term with at most this many
+        tokens in a chunk comes whole, other docs' tokens included — for a caller that drops those
+        later at less cost than a lookup.
 
         A few docs holding common terms (a multi-word query's matches) are looked up by binary
         search inside each term's doc-sorted slice, so cost follows ``docs`` × terms rather than
@@ -977,7 +980,7 @@ class FieldPostings:
         if docs.size == 0 or term_ids.size == 0:
             return _EMPTY_U32, _EMPTY_U32
         if mask is None:
-            mask = DocMask()
+            mask = DocMask(docs)
         for chunk in list(self._chunks):
             spans = chunk.spans(term_ids)
             if spans is None:
@@ -1025,7 +1028,7 @@ class FieldPostings:
                 found_docs.append(chunk_docs[index])
                 found_positions.append(positions[index])
                 continue
-            dense = mask.of(docs)
+            dense = mask.dense()
             if lo.size == 1:  # one term: its tokens are one slice, no index to build
                 gathered, gathered_positions = chunk_docs[first:last], positions[first:last]
             else:

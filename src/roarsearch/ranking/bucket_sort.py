@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
-from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array, sorted_unique, union_all
+from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, bitmap_from_array, sorted_unique, union_all
 from roarsearch.index.docstore import DocStore
 from roarsearch.index.postings import DocMask, doc_edges
 from roarsearch.query.match import WordMatcher
@@ -180,8 +181,8 @@ class RelevanceRules:
 
     # ---------------------------------------------------------------- vectorised costs
 
-    def proximity_costs(self, docs: np.ndarray, candidates: AbstractBitMap | None = None) -> np.ndarray:
-        """Per doc of ``docs`` (sorted; ``candidates``, the same docs as a bitmap, when at hand),
+    def proximity_costs(self, docs: np.ndarray, candidates: AbstractBitMap) -> np.ndarray:
+        """Per doc of ``docs`` (sorted; ``candidates``, the same docs as a bitmap),
         the summed capped distance of consecutive query words."""
         word_terms, typo_free_terms = self._word_terms()
         if docs.size <= FEW_DOCS and max(terms.size for terms in word_terms) <= FEW_TERMS:
@@ -197,27 +198,36 @@ class RelevanceRules:
         return word_terms, [self.matcher.term_ids(word, typo_free=True) for word in self.words]
 
     def _proximity_costs(self, docs: np.ndarray, word_terms: list[np.ndarray], typo_free_terms: list[np.ndarray],
-                         candidates: AbstractBitMap | None) -> np.ndarray:
+                         candidates: AbstractBitMap) -> np.ndarray:
         """:meth:`proximity_costs` of many docs, vectorised: per word pair, one merge of both words'
         tokens in every searched field (a doc's closest pair over its fields)."""
         pair_count = len(self.words) - 1
         disabled = self.matcher.typo_disabled_fields
         tokens: list[list[FieldTokens]] = [[] for _word in self.words]
-        mask = DocMask()  # shared by every word's lookup in every field that needs it
+        # One mask of every candidate, shared by the lookups that take one: a word's tokens in
+        # candidates not looked up pair with nothing (they do not hold the word's neighbours there).
+        mask = DocMask(docs)
         for field_slot, field in enumerate(self.matcher.fields):
             postings = self.matcher.index.postings.get(field)
             if postings is None:
                 continue
             terms_here = typo_free_terms if field in disabled else word_terms
-            # Positions are read only for words some of the docs hold in this field next to a
-            # word they also hold there (the field's word bitmaps say so, at a bitmap test each).
-            present = [self._present(word, field_slot, candidates) for word in self.words]
+            # Positions are read only in the docs that may hold both words of a pair in this field
+            # (the field's word bitmaps say which, at an intersection each): in the others the
+            # pair costs the cap, and a common word's lookups cost per doc looked up.
+            holding_pairs = self._pair_docs(field_slot, candidates)
+            looked_up: dict[int, np.ndarray] = {}
             for position, terms in enumerate(terms_here):
-                if present[position] and ((position and present[position - 1])
-                                          or (position < pair_count and present[position + 1])):
-                    found_docs, found_positions = postings.occurrences_in(terms, docs, mask, WHOLE_TOKENS)
-                    if found_docs.size:
-                        tokens[position].append((field_slot, found_docs, found_positions))
+                around = [holding_pairs[pair] for pair in (position - 1, position) if 0 <= pair < pair_count]
+                within = around[0] if len(around) == 1 or around[0] is around[1] else union_all(around)
+                if not within:
+                    continue
+                if id(within) not in looked_up:
+                    looked_up[id(within)] = docs if len(within) == docs.size else array_from_bitmap(within)
+                found_docs, found_positions = postings.occurrences_in(terms, looked_up[id(within)], mask,
+                                                                      WHOLE_TOKENS)
+                if found_docs.size:
+                    tokens[position].append((field_slot, found_docs, found_positions))
         best = np.full((pair_count, docs.size), PROXIMITY_CAP, dtype=np.int64)
         for pair in range(pair_count):
             measured = pair_costs(tokens[pair], tokens[pair + 1], len(self.matcher.fields))
@@ -254,7 +264,7 @@ class RelevanceRules:
         return costs
 
     def _few_proximity_costs(self, doc_list: list[int], word_terms: list[np.ndarray],
-                             typo_free_terms: list[np.ndarray], candidates: AbstractBitMap | None) -> list[int]:
+                             typo_free_terms: list[np.ndarray], candidates: AbstractBitMap) -> list[int]:
         """:meth:`proximity_costs` of a few docs (ascending), in plain Python over each doc's positions."""
         slot_of = {doc: slot for slot, doc in enumerate(doc_list)}
         edges = doc_edges(doc_list)  # for every positions_in below
@@ -295,11 +305,34 @@ class RelevanceRules:
                         row[slot] = cost
         return best[0] if pair_count == 1 else [sum(pairs) for pairs in zip(*best)]
 
-    def _present(self, word: WordPlan, field_slot: int, candidates: AbstractBitMap | None) -> bool:
+    def _pair_docs(self, field_slot: int, candidates: AbstractBitMap) -> list[AbstractBitMap]:
+        """Per consecutive word pair, those of ``candidates`` that may hold both words in the
+        searched field at ``field_slot`` (all of them for a word whose multi-word synonyms' words
+        its bitmaps do not cover; see :meth:`_present`)."""
+        held: list[AbstractBitMap | None] = [
+            None if word.synonyms and word.phrase_synonyms() else self.matcher.field_parts(word, word.max_typos)[field_slot]
+            for word in self.words]
+        pairs: list[AbstractBitMap] = []
+        for left, right in pairwise(held):
+            # Tests and counts first, making no bitmap: in most fields at most one of the two words
+            # occurs, and where both do, most often in most candidates (then all are looked up, as
+            # they are when too few for the lookups of the others to cost more than the counts).
+            if (left is not None and not left.intersect(candidates)) or (
+                    right is not None and not right.intersect(candidates)):
+                pairs.append(EMPTY)
+            elif left is None or right is None or len(candidates) < PAIR_DOCS_MIN or min(
+                    candidates.intersection_cardinality(left),
+                    candidates.intersection_cardinality(right)) * 4 >= len(candidates) * 3:
+                pairs.append(candidates)
+            else:
+                pairs.append(candidates & left & right)
+        return pairs
+
+    def _present(self, word: WordPlan, field_slot: int, candidates: AbstractBitMap) -> bool:
         """Whether some of ``candidates`` may hold ``word``'s terms in the searched field at
-        ``field_slot`` (True when unknown: without the docs, or for a word whose multi-word
-        synonyms' words its bitmaps do not cover)."""
-        if candidates is None or (word.synonyms and word.phrase_synonyms()):
+        ``field_slot`` (True when unknown: for a word whose multi-word synonyms' words its bitmaps
+        do not cover)."""
+        if word.synonyms and word.phrase_synonyms():
             return True
         return bool(self.matcher.field_parts(word, word.max_typos)[field_slot].intersect(candidates))
 
@@ -452,6 +485,10 @@ def _pair_costs_unpacked(left: list[FieldTokens], right: list[FieldTokens],
     costs = np.minimum((lows[neighbours + 1] - lows[neighbours]) >> 1, PROXIMITY_CAP)
     return (groups[neighbours + 1] // field_count).astype(np.uint32), costs
 
+
+#: From this many candidates, the proximity rule looks a pair's words up only in the docs that
+#: may hold both in a field (when fewer than three in four do): cheaper than the counts below it.
+PAIR_DOCS_MIN = 256
 
 #: A word of one term with at most this many tokens in a field is read whole for the proximity
 #: rule (other docs' tokens included, dropped after): cheaper than looking the candidates up in it.

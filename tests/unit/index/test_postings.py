@@ -124,12 +124,17 @@ def test_occurrences_in_may_read_a_rare_term_whole(whole_up_to: int) -> None:
     mask[docs] = True
     for terms in ([0], [1, 2], [9]):
         term_ids = np.asarray(terms, dtype=np.uint32)
-        found_docs, found_positions = postings.occurrences_in(term_ids, docs, DocMask(), whole_up_to)
+        found_docs, found_positions = postings.occurrences_in(term_ids, docs, DocMask(docs), whole_up_to)
         mine = [(doc, position) for doc, position in _sorted_pairs(found_docs, found_positions) if doc in set(docs.tolist())]
         assert mine == _sorted_pairs(*postings.occurrences(term_ids, mask))
         term_tokens = postings.occurrences(term_ids, np.ones(600, dtype=bool))[0].size
         if len(terms) == 1 and term_tokens and term_tokens <= whole_up_to:
             assert found_docs.size == term_tokens  # read whole: every doc's tokens
+        # A mask of more docs (shared with lookups of other docs): the tokens of those docs may come too.
+        more = np.union1d(docs, np.arange(0, 600, 7)).astype(np.uint32)
+        found = _sorted_pairs(*postings.occurrences_in(term_ids, docs, DocMask(more), whole_up_to))
+        assert [(doc, position) for doc, position in found if doc in set(docs.tolist())] == mine
+        assert {doc for doc, _position in found} <= set(more.tolist()) or term_tokens <= whole_up_to
 
 
 @pytest.mark.parametrize("remembered", [2, 1024])

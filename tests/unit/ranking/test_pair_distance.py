@@ -175,3 +175,30 @@ def test_few_docs_rank_typod_fields_like_the_vectorised_path(seed: int, monkeypa
                               "body": text(int(generator.integers(0, 6)))} for i in range(40)])
     searches = [("hanks ", 1), ("banks lamp ", 1), ("lamp tanks ", 1), ("desk hank ", 2), ("damp ", 1)]
     assert all(_assert_both_paths_rank_alike(engine, searches, ["title", "subtitle", "body"], monkeypatch))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_looking_pairs_up_only_where_both_words_are_ranks_alike(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many matches look each word pair up only in the docs holding both words in a field: the same
+    ``_rank``s as looking every match up in every field holding a word (words spread over fields
+    apart, a word on both sides of a pair, three-word queries)."""
+    generator = np.random.default_rng(seed)
+
+    text = _text_of(_WORDS, generator)
+    engine = Engine()
+    engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(0, 4))),
+                              "body": text(int(generator.integers(0, 12))),
+                              "tags": [text(2) for _ in range(int(generator.integers(0, 3)))]}
+                             for i in range(120)])
+
+    def ranks() -> list[list[tuple[str, float]]]:
+        return [[(hit["id"], hit["_rank"]) for hit in engine.search(
+            {"collection": "c", "query": query, "count": 120, "searchFields": ["title", "body", "tags"]})["results"]]
+            for query in ["red fox", "fox red dog", "lazy cat and", "jumps jumps", "over dog", "cat and red"]]
+
+    monkeypatch.setattr(bucket_sort, "FEW_DOCS", -1)
+    monkeypatch.setattr(bucket_sort, "PAIR_DOCS_MIN", 1 << 30)
+    everywhere = ranks()
+    monkeypatch.setattr(bucket_sort, "PAIR_DOCS_MIN", 0)
+    assert ranks() == everywhere
+    assert any(len(hits) > 20 for hits in everywhere)
