@@ -54,30 +54,28 @@ class _GroupKeys:
         codes = np.full(self.docs.size, NULL_GROUP, dtype=np.int64)
         self.numbers: list[Any] = []
         self.strings: list[Any] = []
-        has_number = np.zeros(self.docs.size, dtype=bool)
+        has_number: np.ndarray | None = None
         if columns is not None and columns.numeric is not None:
-            dense = columns.numeric.first.data
-            numbers = np.full(self.docs.size, np.nan)
-            inside = self.docs < dense.size
-            numbers[inside] = dense[self.docs[inside]]
+            numbers = _per_doc(columns.numeric.first.data, self.docs, np.nan)
             has_number = ~np.isnan(numbers)
             if has_number.any():
                 distinct, inverse = np.unique(numbers[has_number], return_inverse=True)
                 codes[has_number] = inverse
                 self.numbers = [plain_number(number) for number in distinct.tolist()]
+            else:
+                has_number = None
         if columns is not None and columns.values is not None:
-            dense_ids = columns.values.first.data
-            value_ids = np.full(self.docs.size, -1, dtype=np.int64)
-            inside = self.docs < dense_ids.size
-            value_ids[inside] = dense_ids[self.docs[inside]]
+            value_ids = _per_doc(columns.values.first.data, self.docs, -1)
             has_value = value_ids >= 0
-            mixed = np.flatnonzero(has_value & has_number)
-            if mixed.size:  # both kinds: the one the record holds first (a bool is no number)
-                number_first = [not isinstance(value, (str, bool)) for value in map(first_value, self.docs[mixed].tolist())]
-                has_value[mixed[number_first]] = False
-            if has_value.any():
-                codes[has_value] = value_ids[has_value] + len(self.numbers)
-                self.strings = columns.values.values
+            if has_number is not None:
+                mixed = np.flatnonzero(has_value & has_number)
+                if mixed.size:  # both kinds: the one the record holds first (a bool is no number)
+                    number_first = [not isinstance(value, (str, bool))
+                                    for value in map(first_value, self.docs[mixed].tolist())]
+                    has_value[mixed[number_first]] = False
+            # One pass over the candidates (no boolean gathers): most hold a value, or most none.
+            codes = np.where(has_value, value_ids.astype(np.int64) + len(self.numbers), codes)
+            self.strings = columns.values.values
         self.codes = codes
         #: Docs per code, shifted by one (the null group's -1 is slot 0).
         self.totals = np.bincount(codes + 1)
@@ -99,6 +97,17 @@ class _GroupKeys:
         if code < len(self.numbers):
             return self.numbers[code]
         return self.strings[code - len(self.numbers)]
+
+
+def _per_doc(dense: np.ndarray, docs: np.ndarray, missing: float) -> np.ndarray:
+    """``dense[docs]`` (``docs`` sorted), ``missing`` for docs past the column's end."""
+    if not docs.size or int(docs[-1]) < dense.size:
+        gathered: np.ndarray = dense[docs]
+        return gathered
+    inside = int(np.searchsorted(docs, dense.size))  # sorted: the docs inside come first
+    values = np.full(docs.size, missing, dtype=dense.dtype)
+    values[:inside] = dense[docs[:inside]]
+    return values
 
 
 def group_results(
