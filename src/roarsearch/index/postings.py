@@ -450,6 +450,29 @@ def doc_edges(docs: list[int]) -> np.ndarray:
     return np.asarray(docs + [(doc + 1) & _LAST_DOC for doc in docs], dtype=np.uint32)
 
 
+#: A term of at most this many tokens in a chunk is read whole as lists by
+#: :meth:`FieldPostings.positions_in` and walked beside the docs asked for: cheaper than a search call.
+_LIST_READ_TOKENS = 32
+
+
+def _merge_few_tokens(term_docs: list[int], positions: list[int], docs: list[int],
+                      found: dict[int, list[int]]) -> None:
+    """Append to ``found`` the positions of the tokens (``term_docs``, ``positions``: one term's,
+    in doc order) in ``docs`` (sorted), one walk over both."""
+    at, count = 0, len(docs)
+    for token, doc in enumerate(term_docs):
+        while at < count and docs[at] < doc:
+            at += 1
+        if at == count:
+            return
+        if docs[at] == doc:
+            held = found.get(doc)
+            if held is None:
+                found[doc] = [positions[token]]
+            else:
+                held.append(positions[token])
+
+
 class DocMask:
     """One set of sorted doc ids as a dense boolean mask (length ``docs[-1] + 1``), made on first
     need and shared by the lookups that need it (a mask as long as the largest doc id costs more
@@ -933,6 +956,12 @@ class FieldPostings:
             for term in term_ids:
                 start, end = chunk.range_of(term)
                 if end == start:
+                    continue
+                if end - start <= _LIST_READ_TOKENS:
+                    _merge_few_tokens(chunk.docs_in(start, end)[start:end].tolist(),
+                                      chunk.positions_in(start, end)[start:end].tolist(), docs, found)
+                    if alone:
+                        return found  # one term in one chunk: each doc's positions in order
                     continue
                 term_docs = chunk.docs_in(start, end)[start:end]
                 positions = chunk.positions_in(start, end)

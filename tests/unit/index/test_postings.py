@@ -96,12 +96,16 @@ def test_a_chunk_from_term_groups_equals_one_from_term_sorted_tokens(tokens: lis
     assert from_groups.positions.dtype == from_sorted.positions.dtype
 
 
+@pytest.mark.parametrize("list_limit", [0, 1 << 20])
 @pytest.mark.parametrize("span_limit", [0, 1 << 20])
 @pytest.mark.parametrize("seed", range(6))
-def test_positions_in_matches_the_masked_gather(seed: int, span_limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each doc's positions, read per doc or as one span of the term's tokens (both paths), are
-    its tokens' positions in order, over several chunks and several terms."""
+def test_positions_in_matches_the_masked_gather(seed: int, span_limit: int, list_limit: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each doc's positions, read per doc or as one span of the term's tokens, or with the term's
+    tokens read whole as lists (every path), are its tokens' positions in order, over several
+    chunks and several terms."""
     monkeypatch.setattr(postings_module, "_SPAN_READ_PER_DOC", span_limit)
+    monkeypatch.setattr(postings_module, "_LIST_READ_TOKENS", list_limit)
     postings = _postings(seed, 1 + seed % 3)
     generator = np.random.default_rng(seed)
     docs = np.unique(generator.integers(0, 300 * (1 + seed % 3) + 5, 1 + seed * 7)).astype(np.uint32)
@@ -155,8 +159,11 @@ def test_a_chunk_remembers_term_ranges_correctly_and_boundedly(remembered: int, 
         assert len(chunk._ranges) <= remembered
 
 
-def test_positions_in_reads_the_last_doc_id_a_uint32_holds() -> None:
-    """The doc after 2^32 - 1 wraps to 0 as a uint32: that doc's positions are still all read."""
+@pytest.mark.parametrize("list_limit", [0, 1 << 20])
+def test_positions_in_reads_the_last_doc_id_a_uint32_holds(list_limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doc after 2^32 - 1 wraps to 0 as a uint32: that doc's positions are still all read
+    (searched for, and with the term's few tokens read whole)."""
+    monkeypatch.setattr(postings_module, "_LIST_READ_TOKENS", list_limit)
     last = (1 << 32) - 1
     postings = FieldPostings()
     postings.add(np.asarray([5, 5, last, last, last], dtype=np.uint32), np.asarray([1, 1, 1, 1, 2], dtype=np.uint32),
