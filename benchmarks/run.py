@@ -259,7 +259,9 @@ def child_environment() -> dict[str, str]:
     import roarsearch
 
     paths = [str(ROOT)] if roarsearch.compiled() else [str(ROOT / "src"), str(ROOT)]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    # A child killed by a signal prints every thread's Python stack (its stderr tail is reported).
+    return {**os.environ, "PYTHONFAULTHANDLER": "1",
+            "PYTHONPATH": os.pathsep.join([*paths, *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 
 def build() -> str:
