@@ -127,17 +127,25 @@ def _assert_both_paths_rank_alike(engine: Engine, searches: list[tuple[str, int]
     return few
 
 
+def _engine_of_words(generator: np.random.Generator, records: int, title_words: tuple[int, int],
+                     body_words: tuple[int, int]) -> Engine:
+    """An engine of ``records`` random texts of :data:`_WORDS`: a title and a body of so many words
+    (ranges), and up to two tags of two words."""
+    text = _text_of(_WORDS, generator)
+    engine = Engine()
+    engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(*title_words))),
+                              "body": text(int(generator.integers(*body_words))),
+                              "tags": [text(2) for _ in range(int(generator.integers(0, 3)))]}
+                             for i in range(records)])
+    return engine
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_few_docs_rank_like_the_vectorised_path(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every result's ``_rank`` (proximity included) is the same whichever path measured it."""
     generator = np.random.default_rng(seed)
 
-    text = _text_of(_WORDS, generator)
-    engine = Engine()
-    engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(1, 5))),
-                              "body": text(int(generator.integers(0, 30))),
-                              "tags": [text(2) for _ in range(int(generator.integers(0, 3)))]}
-                             for i in range(40)])
+    engine = _engine_of_words(generator, 40, (1, 5), (0, 30))
     searches = [(query, 1) for query in ["red fox", "fox red dog", "lazy cat and", "jumps jumps", "dog ov", "cat fxo"]]
     _assert_both_paths_rank_alike(engine, searches, ["title", "body", "tags"], monkeypatch)
 
@@ -184,12 +192,7 @@ def test_looking_pairs_up_only_where_both_words_are_ranks_alike(seed: int, monke
     apart, a word on both sides of a pair, three-word queries)."""
     generator = np.random.default_rng(seed)
 
-    text = _text_of(_WORDS, generator)
-    engine = Engine()
-    engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(0, 4))),
-                              "body": text(int(generator.integers(0, 12))),
-                              "tags": [text(2) for _ in range(int(generator.integers(0, 3)))]}
-                             for i in range(120)])
+    engine = _engine_of_words(generator, 120, (0, 4), (0, 12))
 
     def ranks() -> list[list[tuple[str, float]]]:
         return [[(hit["id"], hit["_rank"]) for hit in engine.search(
