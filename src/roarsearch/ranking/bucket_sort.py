@@ -307,11 +307,9 @@ class RelevanceRules:
 
     def _pair_docs(self, field_slot: int, candidates: AbstractBitMap) -> list[AbstractBitMap]:
         """Per consecutive word pair, those of ``candidates`` that may hold both words in the
-        searched field at ``field_slot`` (all of them for a word whose multi-word synonyms' words
-        its bitmaps do not cover; see :meth:`_present`)."""
-        held: list[AbstractBitMap | None] = [
-            None if word.synonyms and word.phrase_synonyms() else self.matcher.field_parts(word, word.max_typos)[field_slot]
-            for word in self.words]
+        searched field at ``field_slot`` (all of them for a word whose field docs are unknown; see
+        :meth:`_field_part`)."""
+        held = [self._field_part(word, field_slot) for word in self.words]
         pairs: list[AbstractBitMap] = []
         for left, right in pairwise(held):
             # Tests and counts first, making no bitmap: in most fields at most one of the two words
@@ -328,13 +326,18 @@ class RelevanceRules:
                 pairs.append(candidates & left & right)
         return pairs
 
+    def _field_part(self, word: WordPlan, field_slot: int) -> AbstractBitMap | None:
+        """The docs that may hold ``word``'s terms in the searched field at ``field_slot``; None
+        when unknown (a word whose multi-word synonyms' words its bitmaps do not cover)."""
+        if word.synonyms and word.phrase_synonyms():
+            return None
+        return self.matcher.field_parts(word, word.max_typos)[field_slot]
+
     def _present(self, word: WordPlan, field_slot: int, candidates: AbstractBitMap) -> bool:
         """Whether some of ``candidates`` may hold ``word``'s terms in the searched field at
-        ``field_slot`` (True when unknown: for a word whose multi-word synonyms' words its bitmaps
-        do not cover)."""
-        if word.synonyms and word.phrase_synonyms():
-            return True
-        return bool(self.matcher.field_parts(word, word.max_typos)[field_slot].intersect(candidates))
+        ``field_slot`` (True when unknown, see :meth:`_field_part`)."""
+        part = self._field_part(word, field_slot)
+        return part is None or bool(part.intersect(candidates))
 
     def all_costs(self, candidates: AbstractBitMap) -> tuple[np.ndarray, np.ndarray]:
         """(docs, packed cost) for every candidate: what an explicit sort needs for ``_rank``."""
