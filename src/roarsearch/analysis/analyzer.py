@@ -33,9 +33,11 @@ def analyze(text: str) -> list[str]:
     return split_words(fold(text))
 
 
-#: ASCII punctuation, symbols, controls and underscore → space; letters and digits stay.
-_ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
-#: The same as a 256-byte table for ``bytes.translate`` (NUL kept: it separates values).
+#: ASCII punctuation, symbols, controls and underscore → space; letters and digits stay. A
+#: 256-byte table for ``bytes.translate``: ``str.translate`` looks each character up in a dict
+#: (a two-word query's analysis took 0.5 microseconds that way, 0.2 through bytes).
+_ASCII_TEXT_TABLE = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+#: The same with NUL kept: it separates the values of a joined batch.
 _ASCII_BYTE_TABLE = bytes(c if (c < 128 and chr(c).isalnum()) or c == 0 else 32 for c in range(256))
 #: A token, or the value separator as a token of its own.
 _TOKEN_OR_SEPARATOR = re.compile(TOKEN_PATTERN.pattern + "|\x00")
@@ -44,7 +46,7 @@ _TOKEN_OR_SEPARATOR = re.compile(TOKEN_PATTERN.pattern + "|\x00")
 def _analyze_ascii(text: str) -> list[str]:
     # For ASCII, folding is lower() and a word is a run of [a-z0-9]: translate + split runs in C,
     # several times faster than the general regular expression.
-    return text.lower().translate(_ASCII_SEPARATORS).split()
+    return text.lower().encode("ascii").translate(_ASCII_TEXT_TABLE).decode("ascii").split()
 
 
 def analyze_many(texts: list[str]) -> list[list[str]]:
@@ -59,12 +61,12 @@ def analyze_many(texts: list[str]) -> list[list[str]]:
     joined = _VALUE_SEPARATOR.join(texts)
     if joined.count(_VALUE_SEPARATOR) != len(texts) - 1:  # a value contains NUL: no safe join
         return [analyze(text) for text in texts]
-    table = _ASCII_SEPARATORS
     if joined.isascii():
-        return [value.translate(table).split() for value in joined.lower().split(_VALUE_SEPARATOR)]
+        spaced = joined.lower().encode("ascii").translate(_ASCII_BYTE_TABLE).decode("ascii")
+        return [value.split() for value in spaced.split(_VALUE_SEPARATOR)]
     findall = TOKEN_PATTERN.findall
     return [
-        value.translate(table).split() if value.isascii() else findall(value)
+        value.encode("ascii").translate(_ASCII_TEXT_TABLE).decode("ascii").split() if value.isascii() else findall(value)
         for value in fold(joined).split(_VALUE_SEPARATOR)
     ]
 

@@ -450,6 +450,23 @@ def doc_edges(docs: list[int]) -> np.ndarray:
     return np.asarray(docs + [(doc + 1) & _LAST_DOC for doc in docs], dtype=np.uint32)
 
 
+class FewDocs:
+    """A few sorted doc ids that several :meth:`FieldPostings.positions_in` calls ask about, with
+    their :func:`doc_edges` made on first need (only a term of more than :data:`_LIST_READ_TOKENS`
+    tokens needs them: never, for most rare words, and making them costs a microsecond)."""
+
+    __slots__ = ("ids", "_edges")
+
+    def __init__(self, ids: list[int]) -> None:
+        self.ids = ids
+        self._edges: np.ndarray | None = None
+
+    def edges(self) -> np.ndarray:
+        if self._edges is None:
+            self._edges = doc_edges(self.ids)
+        return self._edges
+
+
 #: A term of at most this many tokens in a chunk is read whole as lists by
 #: :meth:`FieldPostings.positions_in` and walked beside the docs asked for: cheaper than a search call.
 _LIST_READ_TOKENS = 32
@@ -457,20 +474,21 @@ _LIST_READ_TOKENS = 32
 
 def _merge_few_tokens(term_docs: list[int], positions: list[int], docs: list[int],
                       found: dict[int, list[int]]) -> None:
-    """Append to ``found`` the positions of the tokens (``term_docs``, ``positions``: one term's,
-    in doc order) in ``docs`` (sorted), one walk over both."""
+    """Append to ``found`` (by slot in ``docs``) the positions of the tokens (``term_docs``,
+    ``positions``: one term's, in doc order) in ``docs`` (sorted), one walk over both."""
     at, count = 0, len(docs)
+    held_at = -1
+    held: list[int] = []
     for token, doc in enumerate(term_docs):
         while at < count and docs[at] < doc:
             at += 1
         if at == count:
             return
         if docs[at] == doc:
-            held = found.get(doc)
-            if held is None:
-                found[doc] = [positions[token]]
-            else:
-                held.append(positions[token])
+            if at != held_at:  # a doc's tokens are consecutive: its list is looked up once
+                held_at = at
+                held = found.setdefault(at, [])
+            held.append(positions[token])
 
 
 class DocMask:
@@ -937,18 +955,17 @@ class FieldPostings:
             return _EMPTY_U32, _EMPTY_U32
         return np.concatenate(found_docs), np.concatenate(found_positions)
 
-    def positions_in(self, term_ids: list[int], docs: list[int], edges: np.ndarray | None = None) -> dict[int, list[int]]:
-        """Positions of ``term_ids`` in each of a few ``docs`` (sorted doc ids) holding them, by doc
-        (ascending). One binary search call per term and chunk, the rest in plain Python: for the
+    def positions_in(self, term_ids: list[int], docs: FewDocs) -> dict[int, list[int]]:
+        """Positions of ``term_ids`` in each of a few ``docs`` holding them (ascending), by the
+        doc's slot in ``docs.ids`` (slots are small numbers: doc ids as keys cost an int object
+        each). One binary search call per term and chunk, the rest in plain Python: for the
         handful of matches of a rare multi-word query, where each numpy call costs more than the
-        positions it would move. ``edges``: :func:`doc_edges` of ``docs``, from a caller asking
-        several times."""
+        positions it would move."""
         found: dict[int, list[int]] = {}
-        if not docs:
+        ids = docs.ids
+        if not ids:
             return found
-        if edges is None:
-            edges = doc_edges(docs)
-        count = len(docs)
+        count = len(ids)
         chunks = list(self._chunks)
         # One term in one chunk: each doc's positions are one run, in order, of one list.
         alone = len(chunks) == 1 and len(term_ids) == 1
@@ -959,15 +976,15 @@ class FieldPostings:
                     continue
                 if end - start <= _LIST_READ_TOKENS:
                     _merge_few_tokens(chunk.docs_in(start, end)[start:end].tolist(),
-                                      chunk.positions_in(start, end)[start:end].tolist(), docs, found)
+                                      chunk.positions_in(start, end)[start:end].tolist(), ids, found)
                     if alone:
                         return found  # one term in one chunk: each doc's positions in order
                     continue
                 term_docs = chunk.docs_in(start, end)[start:end]
                 positions = chunk.positions_in(start, end)
-                bounds = term_docs.searchsorted(edges).tolist()
+                bounds = term_docs.searchsorted(docs.edges()).tolist()
                 lows, highs = bounds[:count], bounds[count:]
-                if docs[-1] == _LAST_DOC:  # its successor wrapped to 0: its tokens end the term's
+                if ids[-1] == _LAST_DOC:  # its successor wrapped to 0: its tokens end the term's
                     highs[-1] = end - start
                 # The docs' tokens lie in order within one span of the term's: read as one list
                 # when it is short (a slice of a list costs a fraction of a numpy slice's tolist).
@@ -976,15 +993,17 @@ class FieldPostings:
                 if top - base <= _SPAN_READ_PER_DOC * count:
                     span: list[int] = positions[start + base:start + top].tolist()
                     if alone:
-                        return {doc: span[low - base:high - base] for doc, low, high in zip(docs, lows, highs) if high > low}
-                    runs = ((doc, span[low - base:high - base]) for doc, low, high in zip(docs, lows, highs) if high > low)
+                        return {slot: span[low - base:high - base]
+                                for slot, (low, high) in enumerate(zip(lows, highs)) if high > low}
+                    runs = ((slot, span[low - base:high - base])
+                            for slot, (low, high) in enumerate(zip(lows, highs)) if high > low)
                 else:
-                    runs = ((doc, positions[start + low:start + high].tolist())
-                            for doc, low, high in zip(docs, lows, highs) if high > low)
-                for doc, run in runs:
-                    held = found.get(doc)
+                    runs = ((slot, positions[start + low:start + high].tolist())
+                            for slot, (low, high) in enumerate(zip(lows, highs)) if high > low)
+                for slot, run in runs:
+                    held = found.get(slot)
                     if held is None:
-                        found[doc] = run
+                        found[slot] = run
                     else:
                         held.extend(run)
         for held in found.values():  # several terms or chunks append out of order (sorting sorted runs is linear)

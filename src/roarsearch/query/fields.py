@@ -24,18 +24,18 @@ SPECIAL = {"*", "_rank", "id", GEO_DISTANCE_FIELD}
 
 def held_fields(index: Index) -> frozenset[str]:
     """Paths some current record holds (and every parent path of one), kept until the next write."""
-
-    def compute() -> frozenset[str]:
-        alive = index.alive
-        held: set[str] = set()
-        for path, columns in list(index.columns.items()):
-            if columns.exists.intersection_cardinality(alive):
-                parts = path.split(".")
-                held.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
-        return frozenset(held)
-
-    found: frozenset[str] = index.cache.get_or_build("held_fields", None, index.generation, compute, 1)
-    return found
+    found = index.cache.get("held_fields", None, index.generation)  # no closure made on a hit
+    if isinstance(found, frozenset):
+        return found
+    alive = index.alive
+    held: set[str] = set()
+    for path, columns in list(index.columns.items()):
+        if columns.exists.intersection_cardinality(alive):
+            parts = path.split(".")
+            held.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    made = frozenset(held)
+    index.cache.put("held_fields", None, index.generation, made, 1)
+    return made
 
 
 def _named_lists(request: SearchRequest) -> tuple[tuple[str, Iterable[str]], ...]:
@@ -62,11 +62,19 @@ def _places(request: SearchRequest, facet: str | None) -> Iterable[tuple[str, st
 def _names_only_held(held: frozenset[str], request: SearchRequest, facet: str | None) -> bool:
     """Whether ``request`` has no filter and every field it names is held or special: most
     requests, told by set tests alone (the generator of :func:`_places` cost a small search 2-3
-    microseconds, a twentieth of it)."""
+    microseconds, a twentieth of it). The lists most searches give are read as the typed tuples
+    they are; the others, when given, by the generic pass."""
     if request.filter_tree is not None or facet is not None:
         return False
-    for _place, names in _named_lists(request):
+    for names in (request.search_fields, request.fields, request.text_facets, request.highlight_fields):
         for name in names:
+            if name not in held and name not in SPECIAL:
+                return False
+    if not (request.sort or request.numeric_facets or request.text_facet_filters or request.numeric_facet_filters
+            or request.group_by is not None):
+        return True
+    for _place, named in _named_lists(request):
+        for name in named:
             if name not in held and name not in SPECIAL:
                 return False
     return True

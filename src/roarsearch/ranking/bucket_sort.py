@@ -33,7 +33,7 @@ from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, bitmap_from_array, sorted_unique, union_all
 from roarsearch.index.docstore import DocStore
-from roarsearch.index.postings import DocMask, doc_edges
+from roarsearch.index.postings import DocMask, FewDocs
 from roarsearch.query.match import WordMatcher
 from roarsearch.query.plan import WordPlan
 
@@ -266,8 +266,7 @@ class RelevanceRules:
     def _few_proximity_costs(self, doc_list: list[int], word_terms: list[np.ndarray],
                              typo_free_terms: list[np.ndarray], candidates: AbstractBitMap) -> list[int]:
         """:meth:`proximity_costs` of a few docs (ascending), in plain Python over each doc's positions."""
-        slot_of = {doc: slot for slot, doc in enumerate(doc_list)}
-        edges = doc_edges(doc_list)  # for every positions_in below
+        docs = FewDocs(doc_list)  # shared by every positions_in below
         pair_count = len(self.words) - 1
         best = [[PROXIMITY_CAP] * len(doc_list) for _pair in range(pair_count)]
         disabled = self.matcher.typo_disabled_fields
@@ -283,15 +282,15 @@ class RelevanceRules:
                     continue  # every doc has the pair side by side already: no field can do better
                 left = held[pair]
                 if left is None:
-                    left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), doc_list, edges)
+                    left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), docs)
                                          if self._present(self.words[pair], field_slot, candidates) else {})
                 if not left:
                     continue
-                right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1].tolist(), doc_list, edges)
+                right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1].tolist(), docs)
                                           if self._present(self.words[pair + 1], field_slot, candidates) else {})
                 row = best[pair]
-                for doc, right_positions in right.items():
-                    left_positions = left.get(doc)
+                for slot, right_positions in right.items():
+                    left_positions = left.get(slot)
                     if left_positions is None:
                         continue
                     if len(left_positions) == 1 and len(right_positions) == 1:  # most often: one each
@@ -300,7 +299,6 @@ class RelevanceRules:
                         cost = min((gap - 1 if gap > 1 else 0) if gap >= 0 else -gap, PROXIMITY_CAP)
                     else:
                         cost = _closest(left_positions, right_positions)
-                    slot = slot_of[doc]
                     if cost < row[slot]:
                         row[slot] = cost
         return best[0] if pair_count == 1 else [sum(pairs) for pairs in zip(*best)]

@@ -3,6 +3,7 @@
 - folding removes case, accents and compatibility forms (ligatures, full-width) in every script;
 - words split on anything that is not a letter or digit; ideographs are one token each;
 - the batch forms (analyze_many, analyze_batch) equal the single form on arbitrary text;
+- the ASCII fast paths (a byte table) split as the general path (fold, then the word pattern) does;
 - numbering a batch's tokens by 64-bit keys in numpy gives the terms numbering them one by one
   gives, in the same order, and a collision of keys falls back to the latter.
 """
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 import roarsearch.analysis.analyzer as analyzer_module
 from roarsearch.analysis.analyzer import analyze, analyze_batch, analyze_batch_terms, analyze_many, group_by_term
 from roarsearch.analysis.normalize import fold, fold_many
+from roarsearch.analysis.tokenize import split_words
 
 
 def test_fold_case_accents_ligatures() -> None:
@@ -47,6 +49,15 @@ def test_batch_forms_equal_single_form(texts: list[str]) -> None:
     expected = [(token, i, j) for i, text in enumerate(texts) for j, token in enumerate(analyze(text))]
     assert list(zip(words, value_index.tolist(), position.tolist())) == expected
     assert fold_many(texts) == [fold(text) for text in texts]
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40),
+       st.lists(st.text(alphabet=st.characters(max_codepoint=200, exclude_characters="\x00"), max_size=20), max_size=6))
+def test_ascii_fast_paths_split_as_the_general_path(text: str, texts: list[str]) -> None:
+    """Controls, NUL and every ASCII symbol separate words; letters and digits stay (one text, and a
+    batch of ASCII and non-ASCII values)."""
+    assert analyze(text) == split_words(fold(text))
+    assert analyze_many(texts) == [split_words(fold(value)) for value in texts]
 
 
 @given(st.text(max_size=30))

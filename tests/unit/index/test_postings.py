@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roarsearch.index import postings as postings_module
-from roarsearch.index.postings import DocMask, FieldPostings, _Chunk
+from roarsearch.index.postings import DocMask, FewDocs, FieldPostings, _Chunk
 
 
 def _postings(seed: int, batches: int) -> FieldPostings:
@@ -115,7 +115,9 @@ def test_positions_in_matches_the_masked_gather(seed: int, span_limit: int, list
         expected: dict[int, list[int]] = {}
         for doc, position in _sorted_pairs(*postings.occurrences(np.asarray(terms, dtype=np.uint32), mask)):
             expected.setdefault(doc, []).append(position)
-        assert postings.positions_in(terms, docs.tolist()) == expected
+        slot_of = {doc: slot for slot, doc in enumerate(docs.tolist())}
+        found = postings.positions_in(terms, FewDocs(docs.tolist()))
+        assert found == {slot_of[doc]: positions for doc, positions in expected.items()}
 
 
 @pytest.mark.parametrize("whole_up_to", [0, 50, 10_000])
@@ -168,6 +170,6 @@ def test_positions_in_reads_the_last_doc_id_a_uint32_holds(list_limit: int, monk
     postings = FieldPostings()
     postings.add(np.asarray([5, 5, last, last, last], dtype=np.uint32), np.asarray([1, 1, 1, 1, 2], dtype=np.uint32),
                  np.asarray([0, 3, 1, 4, 2], dtype=np.uint32))
-    assert postings.positions_in([1], [5, last]) == {5: [0, 3], last: [1, 4]}
-    assert postings.positions_in([1, 2], [last]) == {last: [1, 2, 4]}
-    assert postings.positions_in([2], [5]) == {}
+    assert postings.positions_in([1], FewDocs([5, last])) == {0: [0, 3], 1: [1, 4]}  # by slot
+    assert postings.positions_in([1, 2], FewDocs([last])) == {0: [1, 2, 4]}
+    assert postings.positions_in([2], FewDocs([5])) == {}
