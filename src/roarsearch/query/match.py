@@ -139,6 +139,15 @@ class WordMatcher:
             ids = sorted_unique(np.concatenate((ids, self.index.lexicon.prefix_ids(word.prefix).astype(np.uint32, copy=False))))
         return ids
 
+    def term_id_list(self, word: WordPlan, typo_free: bool = False) -> list[int]:
+        """:meth:`term_ids` as a list, for the few-match measures that read them one by one (the
+        common word's one id without a round trip through numpy)."""
+        variant = word.lone_variant()
+        if variant is not None and not (typo_free and variant.typos):
+            return [variant.term_id]
+        ids: list[int] = self.term_ids(word, typo_free).tolist()
+        return ids
+
 
 def _union(parts: list[AbstractBitMap]) -> AbstractBitMap:
     """The union of ``parts``; one part is returned as it is (match sets are only read, never

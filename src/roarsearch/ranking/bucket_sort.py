@@ -184,10 +184,11 @@ class RelevanceRules:
     def proximity_costs(self, docs: np.ndarray, candidates: AbstractBitMap) -> np.ndarray:
         """Per doc of ``docs`` (sorted; ``candidates``, the same docs as a bitmap),
         the summed capped distance of consecutive query words."""
+        if docs.size <= FEW_DOCS:
+            few_terms = self._few_word_terms()
+            if few_terms is not None:
+                return np.asarray(self._few_proximity_costs(docs.tolist(), *few_terms, candidates), dtype=np.int64)
         word_terms, typo_free_terms = self._word_terms()
-        if docs.size <= FEW_DOCS and max(terms.size for terms in word_terms) <= FEW_TERMS:
-            return np.asarray(self._few_proximity_costs(docs.tolist(), word_terms, typo_free_terms, candidates),
-                              dtype=np.int64)
         return self._proximity_costs(docs, word_terms, typo_free_terms, candidates)
 
     def _word_terms(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -196,6 +197,16 @@ class RelevanceRules:
         if not self.matcher.typo_disabled_fields:
             return word_terms, word_terms
         return word_terms, [self.matcher.term_ids(word, typo_free=True) for word in self.words]
+
+    def _few_word_terms(self) -> tuple[list[list[int]], list[list[int]]] | None:
+        """:meth:`_word_terms` as lists, for the few-match measure; None when some word has more
+        than :data:`FEW_TERMS` terms (a wide typo or prefix expansion: the vectorised measure)."""
+        word_terms = [self.matcher.term_id_list(word) for word in self.words]
+        if max(map(len, word_terms)) > FEW_TERMS:
+            return None
+        if not self.matcher.typo_disabled_fields:
+            return word_terms, word_terms
+        return word_terms, [self.matcher.term_id_list(word, typo_free=True) for word in self.words]
 
     def _proximity_costs(self, docs: np.ndarray, word_terms: list[np.ndarray], typo_free_terms: list[np.ndarray],
                          candidates: AbstractBitMap) -> np.ndarray:
@@ -263,8 +274,8 @@ class RelevanceRules:
                 break
         return costs
 
-    def _few_proximity_costs(self, doc_list: list[int], word_terms: list[np.ndarray],
-                             typo_free_terms: list[np.ndarray], candidates: AbstractBitMap) -> list[int]:
+    def _few_proximity_costs(self, doc_list: list[int], word_terms: list[list[int]],
+                             typo_free_terms: list[list[int]], candidates: AbstractBitMap) -> list[int]:
         """:meth:`proximity_costs` of a few docs (ascending), in plain Python over each doc's positions."""
         docs = FewDocs(doc_list)  # shared by every positions_in below
         pair_count = len(self.words) - 1
@@ -282,11 +293,11 @@ class RelevanceRules:
                     continue  # every doc has the pair side by side already: no field can do better
                 left = held[pair]
                 if left is None:
-                    left = held[pair] = (postings.positions_in(terms_here[pair].tolist(), docs)
+                    left = held[pair] = (postings.positions_in(terms_here[pair], docs)
                                          if self._present(self.words[pair], field_slot, candidates) else {})
                 if not left:
                     continue
-                right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1].tolist(), docs)
+                right = held[pair + 1] = (postings.positions_in(terms_here[pair + 1], docs)
                                           if self._present(self.words[pair + 1], field_slot, candidates) else {})
                 row = best[pair]
                 for slot, right_positions in right.items():
@@ -386,11 +397,11 @@ class RelevanceRules:
             for doc in bucket:
                 packed[slot_of[doc]] += added
         if len(self.words) >= 2 and docs:
-            word_terms, typo_free_terms = self._word_terms()
-            if max(terms.size for terms in word_terms) <= FEW_TERMS:
-                proximity = self._few_proximity_costs(docs, word_terms, typo_free_terms, candidates)
+            few_terms = self._few_word_terms()
+            if few_terms is not None:
+                proximity = self._few_proximity_costs(docs, *few_terms, candidates)
             else:  # a wide typo or prefix expansion: the vectorised measure
-                proximity = self._proximity_costs(np.asarray(docs, dtype=np.uint32), word_terms, typo_free_terms,
+                proximity = self._proximity_costs(np.asarray(docs, dtype=np.uint32), *self._word_terms(),
                                                   candidates).tolist()
             packed = [value + (min(cost, 255) << 16) for value, cost in zip(packed, proximity)]
         return docs, packed

@@ -185,6 +185,21 @@ def test_few_docs_rank_typod_fields_like_the_vectorised_path(seed: int, monkeypa
     assert all(_assert_both_paths_rank_alike(engine, searches, ["title", "subtitle", "body"], monkeypatch))
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_few_docs_with_a_typo_disabled_field_rank_like_the_vectorised_path(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With typos disabled in one field, a word with look-alikes pairs there only as typed: the
+    same ``_rank``s from either path (each field reads the term ids it allows)."""
+    generator = np.random.default_rng(seed)
+
+    text = _text_of(_LOOKALIKES, generator)
+    engine = Engine()
+    engine.add_records("c", [{"id": str(i), "title": text(int(generator.integers(0, 4))),
+                              "body": text(int(generator.integers(2, 12)))} for i in range(40)])
+    engine.update_settings("c", {"typoDisabledFields": ["body"]})
+    searches = [("hanks lamp ", 1), ("banks lamp desk ", 1), ("lamb tanks ", 1), ("desk hank ", 1)]
+    assert any(_assert_both_paths_rank_alike(engine, searches, ["title", "body"], monkeypatch))
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_looking_pairs_up_only_where_both_words_are_ranks_alike(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Many matches look each word pair up only in the docs holding both words in a field: the same
