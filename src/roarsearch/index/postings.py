@@ -293,7 +293,7 @@ class _Chunk:
     """Tokens of a run of batches, grouped by term: term ``terms[i]`` owns tokens
     ``starts[i]:starts[i + 1]`` of ``docs`` and ``positions`` (docs ascending within a term)."""
 
-    __slots__ = ("terms", "starts", "_docs", "_positions", "packed", "_ranges")
+    __slots__ = ("terms", "starts", "_docs", "_positions", "packed", "_ranges", "_few")
 
     def __init__(self, terms: np.ndarray, starts: np.ndarray, docs: np.ndarray | LazyColumn,
                  positions: np.ndarray | LazyColumn, packed: PackedTokens | None = None) -> None:
@@ -306,6 +306,8 @@ class _Chunk:
         self.packed = packed
         #: Token ranges of terms looked up lately (a chunk never changes; see :meth:`range_of`).
         self._ranges: dict[int, tuple[int, int]] = {}
+        #: The tokens of rare terms looked up lately, as lists (see :meth:`few_tokens`).
+        self._few: dict[int, tuple[list[int], list[int]]] = {}
 
     @classmethod
     def from_packed(cls, terms: np.ndarray, starts: np.ndarray, packed: PackedTokens) -> _Chunk:
@@ -422,6 +424,20 @@ class _Chunk:
         if len(self._ranges) >= REMEMBERED_RANGES:
             self._ranges = {}
         self._ranges[term] = found
+        return found
+
+    def few_tokens(self, term: int, start: int, end: int) -> tuple[list[int], list[int]]:
+        """The docs and positions of the term owning tokens ``start:end`` (at most
+        :data:`_LIST_READ_TOKENS` of them), as lists. Remembered like :meth:`range_of`'s ranges
+        (a chunk never changes): a rare word's proximity reads them on every search, and four
+        numpy calls (two slices, two ``tolist``) cost it more than walking them."""
+        found = self._few.get(term)
+        if found is not None:
+            return found
+        found = (self.docs_in(start, end)[start:end].tolist(), self.positions_in(start, end)[start:end].tolist())
+        if len(self._few) >= REMEMBERED_RANGES:
+            self._few = {}
+        self._few[term] = found
         return found
 
     def spans(self, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -975,8 +991,8 @@ class FieldPostings:
                 if end == start:
                     continue
                 if end - start <= _LIST_READ_TOKENS:
-                    _merge_few_tokens(chunk.docs_in(start, end)[start:end].tolist(),
-                                      chunk.positions_in(start, end)[start:end].tolist(), ids, found)
+                    few_docs, few_positions = chunk.few_tokens(term, start, end)
+                    _merge_few_tokens(few_docs, few_positions, ids, found)
                     if alone:
                         return found  # one term in one chunk: each doc's positions in order
                     continue

@@ -118,6 +118,11 @@ def test_positions_in_matches_the_masked_gather(seed: int, span_limit: int, list
         slot_of = {doc: slot for slot, doc in enumerate(docs.tolist())}
         found = postings.positions_in(terms, FewDocs(docs.tolist()))
         assert found == {slot_of[doc]: positions for doc, positions in expected.items()}
+        # Asked again (a rare term's tokens now come from the chunk's memo), and for half the docs.
+        assert postings.positions_in(terms, FewDocs(docs.tolist())) == found
+        half = docs[::2].tolist()
+        assert postings.positions_in(terms, FewDocs(half)) == {
+            slot: expected[doc] for slot, doc in enumerate(half) if doc in expected}
 
 
 @pytest.mark.parametrize("whole_up_to", [0, 50, 10_000])
