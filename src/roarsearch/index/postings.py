@@ -589,17 +589,27 @@ class _BlockPacker:
             values = np.concatenate((self.pending, values))
         full = values.size - values.size % PACK_BLOCK_VALUES
         if full:
-            self.parts.append(self.pool.submit(pack_column, values[:full], self.delta))
+            self.parts.append(self._pack(values[:full]))
             if len(self.parts) > PACKS_IN_FLIGHT:  # the slabs queued for it wait raw: keep them few
                 self.parts[-PACKS_IN_FLIGHT - 1].result()
         self.pending = values[full:].copy()
+
+    def _pack(self, values: np.ndarray) -> Future[tuple[bytes, np.ndarray]]:
+        try:
+            return self.pool.submit(pack_column, values, self.delta)
+        except RuntimeError:
+            # The interpreter is exiting (a program that ends without closing its engine while a
+            # background merge runs): the pool takes no new work, so the merge packs here.
+            packed: Future[tuple[bytes, np.ndarray]] = Future()
+            packed.set_result(pack_column(values, self.delta))
+            return packed
 
     def finish(self) -> tuple[Buffer, np.ndarray]:
         """The packed column: its blocks back to back and where each ends. The slabs' parts are
         copied into one untouched mapping and each let go as soon as it is copied — joining them
         held every part and the whole column at once (67 MB more at the end of a 45M-token merge)."""
         if self.pending.size:
-            self.parts.append(self.pool.submit(pack_column, self.pending, self.delta))
+            self.parts.append(self._pack(self.pending))
         results = [part.result() for part in self.parts]
         self.parts = []
         data = _untouched_array(sum(len(block_data) for block_data, _ends in results), np.uint8)

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 from typing import Any
 
 import numpy as np
@@ -249,6 +250,28 @@ def test_merges_written_packed_answer_like_raw_ones(monkeypatch: pytest.MonkeyPa
     raw.add_records(upsert)
     packed.add_records(upsert)
     assert answers(packed) == answers(raw)
+
+
+def test_a_merge_still_running_while_the_interpreter_exits_packs_in_its_own_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program that ends without closing its engine while a merge runs: from then on thread pools
+    refuse new work ('cannot schedule new futures after interpreter shutdown'). Packed merges then
+    compress in the merging thread and land the same tokens, instead of failing."""
+    import concurrent.futures.thread as pool_module
+
+    batches = _batches(4, 300)
+    monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 1 << 40)
+    raw = Index()
+    for batch in batches:
+        raw.add_records(batch)
+    _pack_tiny_merges(monkeypatch)
+    monkeypatch.setattr(pool_module, "_shutdown", True)
+    with pytest.raises(RuntimeError, match="interpreter shutdown"):  # what the pools now answer
+        concurrent.futures.ThreadPoolExecutor(1).submit(int)
+    exiting = Index()
+    for batch in batches:
+        exiting.add_records(batch)
+    assert any(isinstance(chunk._docs, LazyColumn) for chunk in exiting.postings["title"]._chunks)
+    assert answers(exiting) == answers(raw)
 
 
 def test_large_lazy_columns_get_ordinary_pages_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
