@@ -72,13 +72,23 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+#: Collection ids found valid so far (a process serves a few collections): a set test instead of
+#: the regular expression on every search (1.4 % of a small search's instructions).
+_VALID_IDS: set[str] = set()
+_VALID_IDS_KEPT = 1024
+
+
 def check_collection_id(value: Any, where: str = "collection") -> str:
     if not isinstance(value, str):
         raise BadRequestError(f"{where}: must be a string, got {type_name(value)}", field=where)
+    if value in _VALID_IDS:
+        return value
     if not COLLECTION_ID.fullmatch(value):
         raise BadRequestError(
             f"{where}: must be 1 to 64 characters of letters, digits, '_' or '-', got {value!r}", field=where
         )
+    if len(_VALID_IDS) < _VALID_IDS_KEPT:
+        _VALID_IDS.add(value)
     return value
 
 

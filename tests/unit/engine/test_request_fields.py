@@ -79,3 +79,22 @@ def test_the_facet_value_search_fields_land_in_their_places() -> None:
     request = parse_search_request({"collection": "films", "textFacetQuery": {"query": "dra", "count": 9}},
                                    facet_search=True)
     assert (request.facet_query, request.facet_query_count, request.count) == ("dra", 9, 30)
+
+
+def test_collection_ids_are_checked_alike_before_and_after_being_remembered() -> None:
+    """Valid ids are remembered (a set test instead of the pattern), up to a bound; an invalid id
+    is refused however many valid ones came first, and ids past the bound are still checked."""
+    from roarsearch.engine import request as request_module
+    from roarsearch.errors import BadRequestError
+
+    for number in range(request_module._VALID_IDS_KEPT + 50):
+        assert request_module.check_collection_id(f"c-{number}") == f"c-{number}"
+        assert request_module.check_collection_id(f"c-{number}") == f"c-{number}"
+    assert len(request_module._VALID_IDS) <= request_module._VALID_IDS_KEPT
+    for bad in ("", "a b", "x" * 65, "é", "c-1 "):
+        try:
+            request_module.check_collection_id(bad)
+        except BadRequestError as error:
+            assert error.field == "collection"
+        else:
+            raise AssertionError(f"{bad!r} was accepted")
