@@ -51,6 +51,23 @@ class SearchContext:
     _filtered_word_docs: AbstractBitMap | None = None
     _all_but: dict[str, AbstractBitMap] | None = None
 
+    def __init__(self, index: Index, request: SearchRequest, fields: list[str], matcher: WordMatcher,
+                 words: list[WordPlan], word_docs: AbstractBitMap, facet_filters: dict[str, AbstractBitMap],
+                 candidates: AbstractBitMap, settings: Settings = DEFAULT_SETTINGS) -> None:
+        # Written out: a dataclass's generated __init__ runs as interpreted Python (see WordPlan).
+        self.index = index
+        self.request = request
+        self.fields = fields
+        self.matcher = matcher
+        self.words = words
+        self.word_docs = word_docs
+        self.facet_filters = facet_filters
+        self.candidates = candidates
+        self.masks = DocMasks()
+        self.settings = settings
+        self._filtered_word_docs = None
+        self._all_but = None
+
     def without_facet_filter(self, facet: str) -> AbstractBitMap:
         """The match set with every facet filter but ``facet``'s own: what that facet counts over
         (disjunctive facets: a ticked brand still shows the other brands)."""

@@ -30,6 +30,14 @@ class WordMatcher:
     _cache: dict[tuple[int, int, str | None], AbstractBitMap] = field(default_factory=dict)
     _parts: dict[tuple[int, int], list[AbstractBitMap]] = field(default_factory=dict)
 
+    def __init__(self, index: Index, fields: list[str], typo_disabled_fields: frozenset[str] = frozenset()) -> None:
+        # Written out: a dataclass's generated __init__ runs as interpreted Python (see WordPlan).
+        self.index = index
+        self.fields = fields
+        self.typo_disabled_fields = typo_disabled_fields
+        self._cache = {}
+        self._parts = {}
+
     def docs(self, word: WordPlan, max_typos: int, field: str | None = None) -> AbstractBitMap:
         """Docs where ``word`` matches with at most ``max_typos`` typos (in ``field``, or any searched
         field: the union of each field's docs, which the attribute rule asks for next)."""

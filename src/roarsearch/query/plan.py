@@ -49,8 +49,16 @@ class WordPlan:
     #: The most typos any variant costs (derived: asked for many times per search).
     max_typos: int = field(init=False)
 
-    def __post_init__(self) -> None:
-        variants = self.variants
+    def __init__(self, text: str, position: int, is_prefix: bool, variants: tuple[Variant, ...],
+                 prefix: str | None = None, synonyms: tuple[tuple[int, ...], ...] = ()) -> None:
+        # Written out: compiled code runs a dataclass's generated __init__ as interpreted Python
+        # (see docs/architecture.md, "Compiled"); the dataclass still gives repr and ==.
+        self.text = text
+        self.position = position
+        self.is_prefix = is_prefix
+        self.variants = variants
+        self.prefix = prefix
+        self.synonyms = synonyms
         self.max_typos = variants[0].typos if len(variants) == 1 else max((v.typos for v in variants), default=0)
 
     def term_ids(self, max_typos: int | None = None) -> list[int]:

@@ -61,6 +61,11 @@ class RelevanceRules:
     matcher: WordMatcher
     words: list[WordPlan]
 
+    def __init__(self, matcher: WordMatcher, words: list[WordPlan]) -> None:
+        # Written out: a dataclass's generated __init__ runs as interpreted Python (see WordPlan).
+        self.matcher = matcher
+        self.words = words
+
     # ---------------------------------------------------------------- the rules
 
     # When a rule tells candidates apart at all (otherwise each costs 0): asked by the rule itself
