@@ -111,9 +111,12 @@ def prepare_search(index: Index, request: SearchRequest, settings: Settings = DE
     words = plan_words(index.lexicon, request.query, request.typo_tolerance, index.cache, settings)
     matcher = WordMatcher(index, fields, frozenset(settings.typo_disabled_fields))
     universe = _geo_universe(index, request)
+    # Every doc ever added still alive and no geo area: the universe holds every doc a word can
+    # match, and intersecting the rarest word's docs with it (a new bitmap) would change nothing.
+    restricts = universe is not index.alive or len(universe) != index.docs.next_doc
     kept = len(words) if kept_words is None else max(min(kept_words, len(words)), min(1, len(words)))
     while True:
-        word_docs = _docs_of_all(matcher, words[:kept], universe)
+        word_docs = _docs_of_all(matcher, words[:kept], universe, restricts)
         candidates = _narrow(index, request, facet_filters, word_docs) if word_docs else BitMap()
         if candidates or kept <= 1 or kept_words is not None:
             break
@@ -122,13 +125,17 @@ def prepare_search(index: Index, request: SearchRequest, settings: Settings = DE
                          settings=settings)
 
 
-def _docs_of_all(matcher: WordMatcher, words: list[WordPlan], universe: AbstractBitMap) -> AbstractBitMap:
+def _docs_of_all(matcher: WordMatcher, words: list[WordPlan], universe: AbstractBitMap,
+                 restricts: bool = True) -> AbstractBitMap:
     """Docs of ``universe`` holding every one of ``words``: the rarest word's docs first, then each
-    other word's docs within those (a common word is never unioned over its fields whole)."""
+    other word's docs within those (a common word is never unioned over its fields whole).
+    ``restricts``: False when ``universe`` holds every doc the words can match (the result may
+    then be a word's own bitmap: match sets are only read, never changed in place)."""
     if not words:
         return universe
     order = sorted(words, key=matcher.estimate) if len(words) > 1 else words
-    docs = universe & matcher.docs(order[0], order[0].max_typos)
+    first = matcher.docs(order[0], order[0].max_typos)
+    docs = universe & first if restricts else first
     for word in order[1:]:
         if not docs:
             break
