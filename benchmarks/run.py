@@ -1,15 +1,19 @@
 """roarsearch against SQLite FTS5, tantivy and Whoosh, on the same real data, in one run.
 
 What's measured, per corpus, size and engine — each engine in its own child process, so its peak
-RSS is its own: build time and records/s (records streamed from JSON Lines in batches of 10,000,
+RSS is its own; the engines are built one after the other, then timed side by side: build time and records/s (records streamed from JSON Lines in batches of 10,000,
 commit/snapshot included), time to reopen, on-disk size, resident memory after reopening, peak
 RSS, and warm latency p50/p95/p99 for every workload class of ``benchmarks.workloads`` (one- and
 multi-word queries at rare/medium/common frequency, the same with one and two typos, prefixes of
 2/3/4 letters, query + range / equality / IN filter, query + two text facets + one numeric facet,
 empty query + filter + sort top 30, deep page at skip 10,000, group by a category); then
 roarsearch's p50 ratio to each peer per class. Each entry runs once to warm up (and to collect
-its answer), then once timed; each pass of a class stops after a budget (2 s quick, 8 s otherwise;
-the number measured is reported). The warm-up pass is also timed: an entry asked there for the
+its answer), then in four timed passes (``--rounds``) that alternate between the engines — A B,
+B A, A B, B A — so that a slow spell of the machine lands on every engine compared, not on one engine's
+whole run; each timed pass follows 20 ms of untimed searches of the same entries (a process that
+was idle while the other engine ran starts up to 2x slower on this virtual machine), and the
+percentiles pool every timed pass. Each pass of a class stops after a budget (2 s
+quick, 8 s otherwise; the number measured is reported). The warm-up pass is also timed: an entry asked there for the
 first time in the engine's process is a *cold* (first-seen) query, and its p50/p95 are reported
 beside the warm ones (cold p50 is in each latency cell, cold ratios in brackets). A class an
 engine cannot do is "unsupported", never faked.
@@ -39,9 +43,12 @@ Writes benchmarks/results/<name>.json, <name>.md, <name>-<corpus>-latency.png an
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import os
 import platform
+import select
 import statistics
 import subprocess
 import sys
@@ -63,6 +70,15 @@ COLOURS = {engine: f"C{index}" for index, engine in enumerate(ENGINES)}
 #: needs it: some of its prefix queries take seconds each).
 CLASS_BUDGET_S = 8.0
 QUICK_CLASS_BUDGET_S = 2.0
+#: Timed passes per class and engine, the engines' passes alternating (A B, B A, A B): a slow spell of
+#: the machine (this kind of shared machine has spells that double single figures for minutes) then
+#: lands on every engine of a comparison instead of on one engine's whole run.
+TIMED_ROUNDS = 4
+#: Seconds of untimed searches (the class's entries in turn, at least one) before each timed pass.
+#: A process that was idle (here: while the other engine ran) answers its first milliseconds of
+#: searches up to 2x slower on this virtual machine; warm figures are those of a process already at
+#: work, as a timed pass right after the warm-up pass always measured.
+SETTLE_S = 0.02
 TYPO_CLASSES = ("typo1_one_word", "typo1_multi_word", "typo2_one_word", "typo2_multi_word")
 #: Engines whose typo matching is the same (OSA distance per word, any letter): totals comparable.
 SAME_TYPOS = ("roarsearch", "tantivy")
@@ -115,97 +131,248 @@ def percentiles(latencies_ms: list[float]) -> dict[str, float]:
             "p99_ms": round(pick(0.99), 3)}
 
 
-def run_engine(engine: str, corpus_name: str, size: int, per_class: int, budget_s: float) -> dict[str, Any]:
-    """Build one engine on one corpus and run every class (in a child process)."""
-    corpus = CORPORA[corpus_name]
-    workloads = load(corpus_name)["classes"]
-    adapter = adapter_for(engine)
-    result: dict[str, Any] = {"engine": engine, "corpus": corpus_name, "records": size, "classes": {},
-                              "rss_start_mb": round(_rss_mb(), 1)}
-    if adapter.max_records is not None and size > adapter.max_records:
-        result["unsupported"] = f"not built above {adapter.max_records:,} records (too slow to build)"
-        return result
-    with tempfile.TemporaryDirectory(prefix=f"bench-{engine}-") as directory:
+class EngineSession:
+    """One engine on one corpus, inside its child process: built and opened once, then each class's
+    warm-up pass and timed passes as the parent asks for them, and the figures at the end."""
+
+    def __init__(self, engine: str, corpus_name: str, size: int, per_class: int, budget_s: float) -> None:
+        self.corpus = CORPORA[corpus_name]
+        self.size = size
+        self.per_class = per_class
+        self.budget_s = budget_s
+        self.workloads = load(corpus_name)["classes"]
+        self.adapter = adapter_for(engine)
+        self.result: dict[str, Any] = {"engine": engine, "corpus": corpus_name, "records": size, "classes": {},
+                                       "rss_start_mb": round(_rss_mb(), 1)}
+        self.answers: dict[str, list[Answer]] = {}
+        self.cold: dict[str, list[float]] = {}
+        self.latencies: dict[str, list[float]] = {}
+        self.directory = tempfile.TemporaryDirectory(prefix=f"bench-{engine}-")
+
+    def build(self) -> dict[str, Any]:
+        """Build and reopen; the build figures (or why the engine was not built)."""
+        adapter = self.adapter
+        if adapter.max_records is not None and self.size > adapter.max_records:
+            self.result["unsupported"] = f"not built above {adapter.max_records:,} records (too slow to build)"
+            return self.result
         started = time.perf_counter()
         try:
-            built = adapter.build(corpus, iter_batches(jsonl_path(corpus_name, size)), directory)
+            built = adapter.build(self.corpus, iter_batches(jsonl_path(self.corpus.name, self.size)),
+                                  self.directory.name)
         except Unsupported as reason:
-            result["unsupported"] = str(reason)
-            return result
+            self.result["unsupported"] = str(reason)
+            return self.result
         build_s = time.perf_counter() - started
         started = time.perf_counter()
         adapter.open()
-        result.update(build_s=round(build_s, 2), records_per_s=round(built / build_s),
-                      open_s=round(time.perf_counter() - started, 2),
-                      disk_mb=round(adapter.size_bytes() / 1e6, 1), rss_mb=round(_rss_mb(), 1))
-        for kind in CLASSES:
-            result["classes"][kind] = run_class(adapter, kind, workloads[kind][:per_class], budget_s)
-        adapter.close()
-    result["peak_rss_mb"] = round(_status_mb("VmHWM"), 1)
-    return result
+        self.result.update(build_s=round(build_s, 2), records_per_s=round(built / build_s),
+                           open_s=round(time.perf_counter() - started, 2),
+                           disk_mb=round(adapter.size_bytes() / 1e6, 1), rss_mb=round(_rss_mb(), 1))
+        return self.result
+
+    def warm_up(self, kind: str) -> None:
+        """The warm-up pass: its answers are the ones compared; its first-seen entries are timed as *cold*."""
+        answers: list[Answer] = []
+        cold: list[float] = []
+        budget_end = time.perf_counter() + self.budget_s
+        try:
+            for entry in self.workloads[kind][: self.per_class]:
+                key = json.dumps(entry, sort_keys=True)
+                started = time.perf_counter()
+                answers.append(self.adapter.search(kind, entry))
+                if key not in _SEEN:
+                    cold.append((time.perf_counter() - started) * 1000)
+                    _SEEN.add(key)
+                if time.perf_counter() > budget_end:
+                    break
+        except Unsupported as reason:
+            self.result["classes"][kind] = {"unsupported": str(reason)}
+            return
+        except Exception as error:  # noqa: BLE001 - a crash of one class is reported, the run goes on
+            self.result["classes"][kind] = {"error": f"{type(error).__name__}: {error}"[:500]}
+            return
+        self.answers[kind], self.cold[kind], self.latencies[kind] = answers, cold, []
+
+    def timed(self, kind: str) -> None:
+        """One timed pass over the entries the warm-up reached (stopping after the class budget),
+        after :data:`SETTLE_S` of untimed searches of them (see there)."""
+        if kind not in self.answers:
+            return  # unsupported or failed in the warm-up
+        entries = self.workloads[kind][: len(self.answers[kind])]
+        settled = time.perf_counter() + SETTLE_S
+        for entry in itertools.cycle(entries):
+            self.adapter.search(kind, entry)
+            if time.perf_counter() > settled:
+                break
+        latencies = self.latencies[kind]
+        budget_end = time.perf_counter() + self.budget_s
+        for entry in entries:
+            started = time.perf_counter()
+            self.adapter.search(kind, entry)
+            latencies.append((time.perf_counter() - started) * 1000)
+            if time.perf_counter() > budget_end:
+                break
+
+    def finish(self) -> dict[str, Any]:
+        """Every class's figures (timed passes pooled), then close: the whole result."""
+        for kind, answers in self.answers.items():
+            latencies, cold = self.latencies[kind], self.cold[kind]
+            figures: dict[str, Any] = {**percentiles(latencies), "measured": len(latencies),
+                                       "totals": [answer.total for answer in answers]}
+            if cold:
+                cold_figures = percentiles(cold)
+                figures.update(cold_p50_ms=cold_figures["p50_ms"], cold_p95_ms=cold_figures["p95_ms"],
+                               cold_measured=len(cold))
+            if kind in KEEP_IDS:
+                figures["ids"] = [answer.ids for answer in answers]
+            if any(answer.facets for answer in answers):
+                figures["facets"] = [answer.facets for answer in answers]
+            if any(answer.groups for answer in answers):
+                figures["groups"] = [answer.groups for answer in answers]
+            self.result["classes"][kind] = figures
+        # Classes in the workload order, whichever pass set them.
+        self.result["classes"] = {kind: self.result["classes"][kind] for kind in CLASSES if kind in self.result["classes"]}
+        if "unsupported" not in self.result:
+            self.adapter.close()
+        self.directory.cleanup()
+        self.result["peak_rss_mb"] = round(_status_mb("VmHWM"), 1)
+        return self.result
 
 
 #: Entries already asked in this process (JSON): a cold latency is that of an entry not in it yet.
 _SEEN: set[str] = set()
 
 
-def run_class(adapter: Adapter, kind: str, entries: list[dict[str, Any]], budget_s: float) -> dict[str, Any]:
-    """Warm-up pass (its answers are the ones compared; its first-seen entries timed as *cold*),
-    then a timed warm pass; each pass stops after ``budget_s`` seconds, and the timed pass
-    measures the entries the warm-up reached."""
-    answers: list[Answer] = []
-    cold: list[float] = []
-    budget_end = time.perf_counter() + budget_s
-    try:
-        for entry in entries:  # warm-up pass: also the answers compared between engines
-            key = json.dumps(entry, sort_keys=True)
-            started = time.perf_counter()
-            answers.append(adapter.search(kind, entry))
-            if key not in _SEEN:
-                cold.append((time.perf_counter() - started) * 1000)
-                _SEEN.add(key)
-            if time.perf_counter() > budget_end:
-                break
-    except Unsupported as reason:
-        return {"unsupported": str(reason)}
-    except Exception as error:  # noqa: BLE001 - a crash of one class is reported, the run goes on
-        return {"error": f"{type(error).__name__}: {error}"[:500]}
-    latencies: list[float] = []
-    budget_end = time.perf_counter() + budget_s
-    for entry in entries[: len(answers)]:
+def serve_child(engine: str, corpus: str, size: int, per_class: int, budget_s: float) -> None:
+    """The child's side: build, say so, then run the passes the parent asks for, one JSON line each way.
+    Replies go to the original stdout; anything else printed (an engine's own output) goes to stderr."""
+    sys.stdout.flush()
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+
+    def reply(message: dict[str, Any]) -> None:
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+
+    session = EngineSession(engine, corpus, size, per_class, budget_s)
+    reply(session.build())
+    for line in sys.stdin:
+        command = json.loads(line)
+        if command["pass"] == "finish":
+            reply(session.finish())
+            return
+        (session.warm_up if command["pass"] == "warm-up" else session.timed)(command["class"])
+        reply({"done": command["class"]})
+
+
+class ChildFailed(Exception):
+    """An engine's child process died, timed out or answered nonsense (the message says which)."""
+
+
+class EngineChild:
+    """The parent's handle on one engine's child process (each engine in its own, so its peak RSS is its own)."""
+
+    def __init__(self, engine: str, corpus: str, size: int, per_class: int, budget_s: float,
+                 timeout_s: float) -> None:
+        self.engine, self.corpus, self.size = engine, corpus, size
+        self.timeout_s = timeout_s
+        self.stderr = tempfile.TemporaryFile("w+")  # a file, not a pipe: a chatty child never blocks on it
+        command = [sys.executable, "-m", "benchmarks.run", "--child", engine, "--corpus", corpus,
+                   "--records", str(size), "--per-class", str(per_class), "--class-budget", str(budget_s)]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                        text=True, cwd=ROOT, env=child_environment())
+        self.result: dict[str, Any] = {}
+
+    def _reply(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        # Each wait (the build, one pass) has the whole timeout: the child idles while the others build.
+        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout_s)
+        line = self.process.stdout.readline() if ready else ""
+        if not ready:
+            self.process.kill()
+            raise ChildFailed(f"timed out after {self.timeout_s:.0f} s")
+        if not line:
+            code = self.process.wait()
+            self.stderr.seek(0)
+            tail = self.stderr.read()[-3000:]
+            print(tail, file=sys.stderr)
+            last = tail.strip().splitlines()[-1] if tail.strip() else ""
+            raise ChildFailed(f"exit {code}: {last}")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def started(self) -> dict[str, Any]:
+        """Wait for the build: the build figures, or the failure as this engine's result."""
+        try:
+            self.result = self._reply()
+        except ChildFailed as failure:
+            self.result = {"engine": self.engine, "corpus": self.corpus, "records": self.size, "error": str(failure)}
+        return self.result
+
+    @property
+    def running(self) -> bool:
+        return "error" not in self.result and "unsupported" not in self.result
+
+    def ask(self, step: str, kind: str = "") -> None:
+        """Run one pass (``warm-up`` or ``timed``) of ``kind``, or ``finish`` (the whole result)."""
+        if not self.running:
+            return
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps({"pass": step, "class": kind}) + "\n")
+            self.process.stdin.flush()
+            answer = self._reply()
+        except (ChildFailed, BrokenPipeError) as failure:
+            self.result = {"engine": self.engine, "corpus": self.corpus, "records": self.size,
+                           "error": str(failure) if isinstance(failure, ChildFailed) else "child went away"}
+            return
+        if step == "finish":
+            self.result = answer
+
+    def close(self) -> dict[str, Any]:
+        """Finish (if still running) and reap the process; this engine's result."""
+        self.ask("finish")
+        for stream in (self.process.stdin, self.process.stdout):  # stdin closed: a waiting child ends
+            with contextlib.suppress(BrokenPipeError):
+                assert stream is not None
+                stream.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.stderr.close()
+        return self.result
+
+
+def timed_order(children: list[EngineChild], round_: int) -> list[EngineChild]:
+    """The engines' order in one timed round: A B, then B A, ...: each engine goes first as often."""
+    return children if round_ % 2 == 0 else children[::-1]
+
+
+def run_corpus(engines: tuple[str, ...], corpus: str, size: int, per_class: int, budget_s: float,
+               timeout_s: float, rounds: int) -> list[dict[str, Any]]:
+    """Every engine on one corpus, built one after the other, then timed side by side: for each class,
+    each engine's warm-up pass, then ``rounds`` timed passes alternating between the engines, so a slow
+    spell of the machine lands on every engine rather than on one engine's whole run."""
+    children: list[EngineChild] = []
+    for engine in engines:
         started = time.perf_counter()
-        adapter.search(kind, entry)
-        latencies.append((time.perf_counter() - started) * 1000)
-        if time.perf_counter() > budget_end:
-            break
-    figures: dict[str, Any] = {**percentiles(latencies), "measured": len(latencies),
-                               "totals": [answer.total for answer in answers]}
-    if cold:
-        cold_figures = percentiles(cold)
-        figures.update(cold_p50_ms=cold_figures["p50_ms"], cold_p95_ms=cold_figures["p95_ms"], cold_measured=len(cold))
-    if kind in KEEP_IDS:
-        figures["ids"] = [answer.ids for answer in answers]
-    if any(answer.facets for answer in answers):
-        figures["facets"] = [answer.facets for answer in answers]
-    if any(answer.groups for answer in answers):
-        figures["groups"] = [answer.groups for answer in answers]
-    return figures
-
-
-def run_child(engine: str, corpus: str, size: int, per_class: int, budget_s: float,
-              timeout_s: float) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.run", "--child", engine, "--corpus", corpus,
-               "--records", str(size), "--per-class", str(per_class), "--class-budget", str(budget_s)]
-    try:
-        child = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s,
-                               env=child_environment())
-    except subprocess.TimeoutExpired:
-        return {"engine": engine, "corpus": corpus, "records": size, "error": f"timed out after {timeout_s:.0f} s"}
-    if child.returncode != 0:
-        print(child.stderr[-3000:], file=sys.stderr)
-        return {"engine": engine, "corpus": corpus, "records": size,
-                "error": f"exit {child.returncode}: {child.stderr.strip().splitlines()[-1] if child.stderr.strip() else ''}"}
-    return json.loads(child.stdout.strip().splitlines()[-1])
+        child = EngineChild(engine, corpus, size, per_class, budget_s, timeout_s)
+        built = child.started()
+        state = built.get("unsupported") or built.get("error") or f"built {built['records_per_s']:,} rec/s"
+        print(f"[{corpus} {size:,}] {engine}: {state} ({time.perf_counter() - started:.0f} s)", flush=True)
+        children.append(child)
+    started = time.perf_counter()
+    for kind in CLASSES:
+        for child in children:
+            child.ask("warm-up", kind)
+        for round_ in range(rounds):
+            for child in timed_order(children, round_):
+                child.ask("timed", kind)
+    runs = [child.close() for child in children]
+    print(f"[{corpus} {size:,}] timed {', '.join(engines)} side by side ({time.perf_counter() - started:.0f} s)",
+          flush=True)
+    return runs
 
 
 def source_commit() -> str:
@@ -217,7 +384,7 @@ def source_commit() -> str:
 
 
 def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ...], budget_s: float,
-            timeout_s: float) -> dict[str, Any]:
+            timeout_s: float, rounds: int = TIMED_ROUNDS) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     commit_at_start = source_commit()
     for corpus, size in sizes:
@@ -225,18 +392,13 @@ def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ..
         path = jsonl_path(corpus, size)  # generated here once, before any child reads it
         print(f"[{corpus} {size:,}] data {path.name} ({path.stat().st_size / 1e6:.0f} MB, "
               f"{time.perf_counter() - started:.1f} s)", flush=True)
-        for engine in engines:
-            started = time.perf_counter()
-            run = run_child(engine, corpus, size, per_class, budget_s, timeout_s)
+        for run in run_corpus(engines, corpus, size, per_class, budget_s, timeout_s, rounds):
             run["jsonl_mb"] = round(path.stat().st_size / 1e6, 1)
             runs.append(run)
-            state = run.get("unsupported") or run.get("error") or (
-                f"built {run['records_per_s']:,} rec/s, peak {run['peak_rss_mb']:,} MB")
-            print(f"[{corpus} {size:,}] {engine}: {state} ({time.perf_counter() - started:.0f} s)", flush=True)
     return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "command": "python -m benchmarks.run " + " ".join(sys.argv[1:]), "per_class": per_class,
             "source": {"at_start": commit_at_start, "at_end": source_commit()},
-            "class_budget_s": budget_s, "runs": runs, "agreement": agreement(runs), "ratios": ratios(runs),
+            "class_budget_s": budget_s, "timed_rounds": rounds, "runs": runs, "agreement": agreement(runs), "ratios": ratios(runs),
             "cold_ratios": ratios(runs, "cold_p50_ms")}
 
 
@@ -355,7 +517,7 @@ def ratios(runs: list[dict[str, Any]], key: str = "p50_ms") -> dict[str, dict[st
     return table
 
 
-def _cell(run: dict[str, Any], kind: str, per_class: int) -> str:
+def _cell(run: dict[str, Any], kind: str, per_class: int, rounds: int) -> str:
     if run.get("unsupported"):
         return "not built"
     if run.get("error"):
@@ -365,7 +527,7 @@ def _cell(run: dict[str, Any], kind: str, per_class: int) -> str:
         return "not yet supported" if figures["unsupported"].startswith("not yet") else "unsupported"
     if "error" in figures:
         return "error"
-    partial = "" if figures["measured"] >= per_class else f" (n={figures['measured']})"
+    partial = "" if figures["measured"] >= per_class * rounds else f" (n={figures['measured']})"
     cold = ""
     if "cold_p50_ms" in figures:  # entries repeated within or across classes are first-seen once only
         cold_n = figures["cold_measured"]
@@ -379,7 +541,8 @@ def markdown(report: dict[str, Any]) -> str:
              f"Source: {source.get('at_start', '?')}" +
              (f" at start, {source['at_end']} at the end (commits landed during the run)."
               if source.get("at_end") != source.get("at_start") else "."),
-             f"Latency cells: p50 / p95 / p99 in ms, warm, {report['per_class']} queries per class "
+             f"Latency cells: p50 / p95 / p99 in ms, warm, {report['per_class']} queries per class, "
+             f"{report.get('timed_rounds', 1)} timed passes each, the engines' passes alternating "
              f"(n=… when the {report['class_budget_s']:.0f} s class budget stopped earlier). "
              "Cold: p50 of the entries asked for the first time in that engine's process (the warm-up pass; "
              "n=… when repeated entries leave fewer). "
@@ -398,7 +561,8 @@ def markdown(report: dict[str, Any]) -> str:
             ratio_cells = [(f"{ratio[peer][kind]:.2f}" if kind in ratio.get(peer, {}) else "—") +
                            (f" ({cold_ratio[peer][kind]:.2f})" if kind in cold_ratio.get(peer, {}) else "")
                            for peer in peers]
-            lines.append(f"| {kind} | " + " | ".join(_cell(run, kind, report["per_class"]) for run in at_size) + " | " +
+            cells = [_cell(run, kind, report["per_class"], report.get("timed_rounds", 1)) for run in at_size]
+            lines.append(f"| {kind} | " + " | ".join(cells) + " | " +
                          " | ".join(ratio_cells) + " |")
         for label, key in (("build records/s", "records_per_s"), ("build s", "build_s"), ("reopen s", "open_s"),
                            ("disk MB", "disk_mb"), ("RSS after reopen MB", "rss_mb"), ("peak RSS MB", "peak_rss_mb"),
@@ -487,7 +651,10 @@ def main() -> None:
     parser.add_argument("--per-class", type=int, help="queries per class (default 10 quick, 30 otherwise)")
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--name", help="result file stem (default quick, full or custom)")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds per engine child process")
+    parser.add_argument("--timeout", type=float, default=900,
+                        help="seconds an engine's child may take to build, or to run one pass")
+    parser.add_argument("--rounds", type=int, default=TIMED_ROUNDS,
+                        help=f"timed passes per class and engine, alternating between engines (default {TIMED_ROUNDS})")
     parser.add_argument("--class-budget", type=float, help="seconds per pass of one class (default 2 quick, 8 otherwise)")
     parser.add_argument("--replot", metavar="NAME", help="rewrite NAME.md and the plots from results/NAME.json")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -495,7 +662,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_engine(args.child, args.corpus, args.records, args.per_class, args.class_budget)))
+        serve_child(args.child, args.corpus, args.records, args.per_class, args.class_budget)
         return
     if args.replot:
         stem = RESULTS / args.replot
@@ -511,7 +678,7 @@ def main() -> None:
     for engine in engines:
         adapter_for(engine)  # unknown names fail before any work
     try:
-        report = run_all(sizes, per_class, engines, budget_s, args.timeout)
+        report = run_all(sizes, per_class, engines, budget_s, args.timeout, args.rounds)
     except SourceMissing as missing:
         raise SystemExit(f"error: {missing}") from None
     RESULTS.mkdir(exist_ok=True)
