@@ -8,9 +8,9 @@ multi-word queries at rare/medium/common frequency, the same with one and two ty
 2/3/4 letters, query + range / equality / IN filter, query + two text facets + one numeric facet,
 empty query + filter + sort top 30, deep page at skip 10,000, group by a category); then
 roarsearch's p50 ratio to each peer per class. Each entry runs once to warm up (and to collect
-its answer), then in four timed passes (``--rounds``) that alternate between the engines — A B,
-B A, A B, B A — so that a slow spell of the machine lands on every engine compared, not on one engine's
-whole run; each timed pass follows 20 ms of untimed searches of the same entries (a process that
+its answer), then in eight timed passes (``--rounds``) that alternate between the engines — A B,
+B A, A B, … — on one CPU that every engine's searches share, so that a slow spell of the machine or
+of one CPU lands on every engine compared, not on one engine's whole run; each timed pass follows 20 ms of untimed searches of the same entries (a process that
 was idle while the other engine ran starts up to 2x slower on this virtual machine), and the
 percentiles pool every timed pass. Each pass of a class stops after a budget (2 s
 quick, 8 s otherwise; the number measured is reported). The warm-up pass is also timed: an entry asked there for the
@@ -73,7 +73,7 @@ QUICK_CLASS_BUDGET_S = 2.0
 #: Timed passes per class and engine, the engines' passes alternating (A B, B A, A B): a slow spell of
 #: the machine (this kind of shared machine has spells that double single figures for minutes) then
 #: lands on every engine of a comparison instead of on one engine's whole run.
-TIMED_ROUNDS = 4
+TIMED_ROUNDS = 8
 #: Seconds of untimed searches (the class's entries in turn, at least one) before each timed pass.
 #: A process that was idle (here: while the other engine ran) answers its first milliseconds of
 #: searches up to 2x slower on this virtual machine; warm figures are those of a process already at
@@ -147,6 +147,7 @@ class EngineSession:
         self.answers: dict[str, list[Answer]] = {}
         self.cold: dict[str, list[float]] = {}
         self.latencies: dict[str, list[float]] = {}
+        self.pass_p50s: dict[str, list[float]] = {}
         self.directory = tempfile.TemporaryDirectory(prefix=f"bench-{engine}-")
 
     def build(self) -> dict[str, Any]:
@@ -204,7 +205,7 @@ class EngineSession:
             self.adapter.search(kind, entry)
             if time.perf_counter() > settled:
                 break
-        latencies = self.latencies[kind]
+        latencies: list[float] = []
         budget_end = time.perf_counter() + self.budget_s
         for entry in entries:
             started = time.perf_counter()
@@ -212,12 +213,15 @@ class EngineSession:
             latencies.append((time.perf_counter() - started) * 1000)
             if time.perf_counter() > budget_end:
                 break
+        self.latencies[kind] += latencies
+        self.pass_p50s.setdefault(kind, []).append(round(statistics.median(latencies), 4))
 
     def finish(self) -> dict[str, Any]:
         """Every class's figures (timed passes pooled), then close: the whole result."""
         for kind, answers in self.answers.items():
             latencies, cold = self.latencies[kind], self.cold[kind]
             figures: dict[str, Any] = {**percentiles(latencies), "measured": len(latencies),
+                                       "pass_p50_ms": self.pass_p50s.get(kind, []),
                                        "totals": [answer.total for answer in answers]}
             if cold:
                 cold_figures = percentiles(cold)
@@ -236,11 +240,31 @@ class EngineSession:
             self.adapter.close()
         self.directory.cleanup()
         self.result["peak_rss_mb"] = round(_status_mb("VmHWM"), 1)
+        if hasattr(os, "sched_getaffinity"):
+            self.result["timed_cpus"] = sorted(os.sched_getaffinity(0))
         return self.result
 
 
 #: Entries already asked in this process (JSON): a cold latency is that of an entry not in it yet.
 _SEEN: set[str] = set()
+
+
+def timing_cpu() -> int | None:
+    """The CPU every engine's searches are timed on (the highest this process may use), or None
+    where CPU affinity is not available."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    return max(os.sched_getaffinity(0))
+
+
+def pin_to_timing_cpu() -> None:
+    """Run this thread (the one that searches) on :func:`timing_cpu` from now on: the engines'
+    timed passes then share one CPU. On this virtual machine a CPU has spells of its own (its host
+    core busy with other work): engines timed on different CPUs measured the CPUs as much as the engines.
+    Building happened before, on every CPU."""
+    cpu = timing_cpu()
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
 
 
 def serve_child(engine: str, corpus: str, size: int, per_class: int, budget_s: float) -> None:
@@ -256,6 +280,7 @@ def serve_child(engine: str, corpus: str, size: int, per_class: int, budget_s: f
 
     session = EngineSession(engine, corpus, size, per_class, budget_s)
     reply(session.build())
+    pin_to_timing_cpu()
     for line in sys.stdin:
         command = json.loads(line)
         if command["pass"] == "finish":
@@ -398,7 +423,8 @@ def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ..
     return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "command": "python -m benchmarks.run " + " ".join(sys.argv[1:]), "per_class": per_class,
             "source": {"at_start": commit_at_start, "at_end": source_commit()},
-            "class_budget_s": budget_s, "timed_rounds": rounds, "runs": runs, "agreement": agreement(runs), "ratios": ratios(runs),
+            "class_budget_s": budget_s, "timed_rounds": rounds, "timed_cpu": timing_cpu(), "runs": runs,
+            "agreement": agreement(runs), "ratios": ratios(runs),
             "cold_ratios": ratios(runs, "cold_p50_ms")}
 
 
@@ -542,7 +568,8 @@ def markdown(report: dict[str, Any]) -> str:
              (f" at start, {source['at_end']} at the end (commits landed during the run)."
               if source.get("at_end") != source.get("at_start") else "."),
              f"Latency cells: p50 / p95 / p99 in ms, warm, {report['per_class']} queries per class, "
-             f"{report.get('timed_rounds', 1)} timed passes each, the engines' passes alternating "
+             f"{report.get('timed_rounds', 1)} timed passes each, the engines' passes alternating"
+             + (f" on CPU {report['timed_cpu']}" if report.get("timed_cpu") is not None else "") + " "
              f"(n=… when the {report['class_budget_s']:.0f} s class budget stopped earlier). "
              "Cold: p50 of the entries asked for the first time in that engine's process (the warm-up pass; "
              "n=… when repeated entries leave fewer). "

@@ -1,5 +1,5 @@
 """The peers run: engines built one after the other in their own processes, then timed side by side
-(each class's timed passes alternating between the engines), figures pooled over the rounds. Tiny
+(each class's timed passes alternating between the engines, on one CPU), figures pooled over the rounds. Tiny
 corpus; no timing assertions."""
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def test_engines_are_timed_in_alternating_rounds(monkeypatch: pytest.MonkeyPatch
         ("sqlite-fts5", "timed", first), ("roarsearch", "timed", first)]
     assert [(engine, step) for engine, step, _ in steps[-2:]] == [("roarsearch", "finish"), ("sqlite-fts5", "finish")]
     assert [result["engine"] for result in runs] == list(ENGINES)
+    # Every engine's searches ran on the one timing CPU.
+    assert all(result["timed_cpus"] == [run.timing_cpu()] for result in runs)
     for result in runs:
         assert "error" not in result and result["records"] == 1_500 and result["peak_rss_mb"] > 0
         assert list(result["classes"]) == [kind for kind in CLASSES if kind in result["classes"]]
