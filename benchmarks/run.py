@@ -8,14 +8,15 @@ multi-word queries at rare/medium/common frequency, the same with one and two ty
 2/3/4 letters, query + range / equality / IN filter, query + two text facets + one numeric facet,
 empty query + filter + sort top 30, deep page at skip 10,000, group by a category); then
 roarsearch's p50 ratio to each peer per class. Each entry runs once to warm up (and to collect
-its answer), then in eight timed passes (``--rounds``) that alternate between the engines — A B,
-B A, A B, … — on one CPU that every engine's searches share, so that a slow spell of the machine or
-of one CPU lands on every engine compared, not on one engine's whole run; each timed pass follows 20 ms of untimed searches of the same entries (a process that
-was idle while the other engine ran starts up to 2x slower on this virtual machine), and the
-percentiles pool every timed pass. Each pass of a class stops after a budget (2 s
-quick, 8 s otherwise; the number measured is reported). The warm-up pass is also timed: an entry asked there for the
-first time in the engine's process is a *cold* (first-seen) query, and its p50/p95 are reported
-beside the warm ones (cold p50 is in each latency cell, cold ratios in brackets). A class an
+its answer), then in eight timed passes (``--rounds``; two in quick mode) that alternate between
+the engines — A B, B A, A B, … — on one CPU that every engine's searches share, so that a slow
+spell of the machine or of one CPU lands on every engine compared, not on one engine's whole run.
+Each timed pass follows 20 ms of untimed searches of the same entries (a process that was idle
+while the other engine ran starts up to 2x slower on this virtual machine); the percentiles pool
+every timed pass. The warm-up pass of a class stops after a budget (2 s quick, 8 s otherwise), and
+so do its timed passes together (each gets its share); the number measured is reported. The
+warm-up pass is also timed: an entry asked there for the first time in the engine's process is a
+*cold* (first-seen) query, and its p50/p95 are reported beside the warm ones (cold p50 is in each latency cell, cold ratios in brackets). A class an
 engine cannot do is "unsupported", never faked.
 
 Agreement: where engines do the same thing their answers must agree — totals of every exact class
@@ -74,6 +75,7 @@ QUICK_CLASS_BUDGET_S = 2.0
 #: the machine (this kind of shared machine has spells that double single figures for minutes) then
 #: lands on every engine of a comparison instead of on one engine's whole run.
 TIMED_ROUNDS = 8
+QUICK_ROUNDS = 2
 #: Seconds of untimed searches (the class's entries in turn, at least one) before each timed pass.
 #: A process that was idle (here: while the other engine ran) answers its first milliseconds of
 #: searches up to 2x slower on this virtual machine; warm figures are those of a process already at
@@ -135,11 +137,13 @@ class EngineSession:
     """One engine on one corpus, inside its child process: built and opened once, then each class's
     warm-up pass and timed passes as the parent asks for them, and the figures at the end."""
 
-    def __init__(self, engine: str, corpus_name: str, size: int, per_class: int, budget_s: float) -> None:
+    def __init__(self, engine: str, corpus_name: str, size: int, per_class: int, budget_s: float,
+                 rounds: int) -> None:
         self.corpus = CORPORA[corpus_name]
         self.size = size
         self.per_class = per_class
         self.budget_s = budget_s
+        self.pass_budget_s = budget_s / rounds  # the timed passes of a class share one class budget
         self.workloads = load(corpus_name)["classes"]
         self.adapter = adapter_for(engine)
         self.result: dict[str, Any] = {"engine": engine, "corpus": corpus_name, "records": size, "classes": {},
@@ -195,7 +199,7 @@ class EngineSession:
         self.answers[kind], self.cold[kind], self.latencies[kind] = answers, cold, []
 
     def timed(self, kind: str) -> None:
-        """One timed pass over the entries the warm-up reached (stopping after the class budget),
+        """One timed pass over the entries the warm-up reached (stopping after its share of the class budget),
         after :data:`SETTLE_S` of untimed searches of them (see there)."""
         if kind not in self.answers:
             return  # unsupported or failed in the warm-up
@@ -206,7 +210,7 @@ class EngineSession:
             if time.perf_counter() > settled:
                 break
         latencies: list[float] = []
-        budget_end = time.perf_counter() + self.budget_s
+        budget_end = time.perf_counter() + self.pass_budget_s
         for entry in entries:
             started = time.perf_counter()
             self.adapter.search(kind, entry)
@@ -267,7 +271,7 @@ def pin_to_timing_cpu() -> None:
         os.sched_setaffinity(0, {cpu})
 
 
-def serve_child(engine: str, corpus: str, size: int, per_class: int, budget_s: float) -> None:
+def serve_child(engine: str, corpus: str, size: int, per_class: int, budget_s: float, rounds: int) -> None:
     """The child's side: build, say so, then run the passes the parent asks for, one JSON line each way.
     Replies go to the original stdout; anything else printed (an engine's own output) goes to stderr."""
     sys.stdout.flush()
@@ -278,7 +282,7 @@ def serve_child(engine: str, corpus: str, size: int, per_class: int, budget_s: f
         replies.write(json.dumps(message) + "\n")
         replies.flush()
 
-    session = EngineSession(engine, corpus, size, per_class, budget_s)
+    session = EngineSession(engine, corpus, size, per_class, budget_s, rounds)
     reply(session.build())
     pin_to_timing_cpu()
     for line in sys.stdin:
@@ -298,12 +302,13 @@ class EngineChild:
     """The parent's handle on one engine's child process (each engine in its own, so its peak RSS is its own)."""
 
     def __init__(self, engine: str, corpus: str, size: int, per_class: int, budget_s: float,
-                 timeout_s: float) -> None:
+                 timeout_s: float, rounds: int) -> None:
         self.engine, self.corpus, self.size = engine, corpus, size
         self.timeout_s = timeout_s
         self.stderr = tempfile.TemporaryFile("w+")  # a file, not a pipe: a chatty child never blocks on it
         command = [sys.executable, "-m", "benchmarks.run", "--child", engine, "--corpus", corpus,
-                   "--records", str(size), "--per-class", str(per_class), "--class-budget", str(budget_s)]
+                   "--records", str(size), "--per-class", str(per_class), "--class-budget", str(budget_s),
+                   "--rounds", str(rounds)]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                                         text=True, cwd=ROOT, env=child_environment())
         self.result: dict[str, Any] = {}
@@ -382,7 +387,7 @@ def run_corpus(engines: tuple[str, ...], corpus: str, size: int, per_class: int,
     children: list[EngineChild] = []
     for engine in engines:
         started = time.perf_counter()
-        child = EngineChild(engine, corpus, size, per_class, budget_s, timeout_s)
+        child = EngineChild(engine, corpus, size, per_class, budget_s, timeout_s, rounds)
         built = child.started()
         state = built.get("unsupported") or built.get("error") or f"built {built['records_per_s']:,} rec/s"
         print(f"[{corpus} {size:,}] {engine}: {state} ({time.perf_counter() - started:.0f} s)", flush=True)
@@ -680,8 +685,8 @@ def main() -> None:
     parser.add_argument("--name", help="result file stem (default quick, full or custom)")
     parser.add_argument("--timeout", type=float, default=900,
                         help="seconds an engine's child may take to build, or to run one pass")
-    parser.add_argument("--rounds", type=int, default=TIMED_ROUNDS,
-                        help=f"timed passes per class and engine, alternating between engines (default {TIMED_ROUNDS})")
+    parser.add_argument("--rounds", type=int, help="timed passes per class and engine, alternating between "
+                        f"engines (default {QUICK_ROUNDS} quick, {TIMED_ROUNDS} otherwise)")
     parser.add_argument("--class-budget", type=float, help="seconds per pass of one class (default 2 quick, 8 otherwise)")
     parser.add_argument("--replot", metavar="NAME", help="rewrite NAME.md and the plots from results/NAME.json")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -689,7 +694,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        serve_child(args.child, args.corpus, args.records, args.per_class, args.class_budget)
+        serve_child(args.child, args.corpus, args.records, args.per_class, args.class_budget, args.rounds)
         return
     if args.replot:
         stem = RESULTS / args.replot
@@ -701,11 +706,12 @@ def main() -> None:
     quick = not (args.full or args.sizes)
     per_class = args.per_class or (10 if quick else 30)
     budget_s = args.class_budget or (QUICK_CLASS_BUDGET_S if quick else CLASS_BUDGET_S)
+    rounds = args.rounds or (QUICK_ROUNDS if quick else TIMED_ROUNDS)
     engines = tuple(args.engines.split(","))
     for engine in engines:
         adapter_for(engine)  # unknown names fail before any work
     try:
-        report = run_all(sizes, per_class, engines, budget_s, args.timeout, args.rounds)
+        report = run_all(sizes, per_class, engines, budget_s, args.timeout, rounds)
     except SourceMissing as missing:
         raise SystemExit(f"error: {missing}") from None
     RESULTS.mkdir(exist_ok=True)
