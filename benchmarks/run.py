@@ -1,8 +1,9 @@
 """roarsearch against SQLite FTS5, tantivy and Whoosh, on the same real data, in one run.
 
 What's measured, per corpus, size and engine — each engine in its own child process, so its peak
-RSS is its own; the engines are built one after the other, then timed side by side: build time and records/s (records streamed from JSON Lines in batches of 10,000,
-commit/snapshot included), time to reopen, on-disk size, resident memory after reopening, peak
+RSS is its own; the engines are built one after the other, then timed side by side: build time
+and records/s (records streamed from JSON Lines in batches of 10,000, commit/snapshot included),
+time to reopen, on-disk size, resident memory after reopening, peak
 RSS, and warm latency p50/p95/p99 for every workload class of ``benchmarks.workloads`` (one- and
 multi-word queries at rare/medium/common frequency, the same with one and two typos, prefixes of
 2/3/4 letters, query + range / equality / IN filter, query + two text facets + one numeric facet,
@@ -16,8 +17,8 @@ while the other engine ran starts up to 2x slower on this virtual machine); the 
 every timed pass. The warm-up pass of a class stops after a budget (2 s quick, 8 s otherwise), and
 so do its timed passes together (each gets its share); the number measured is reported. The
 warm-up pass is also timed: an entry asked there for the first time in the engine's process is a
-*cold* (first-seen) query, and its p50/p95 are reported beside the warm ones (cold p50 is in each latency cell, cold ratios in brackets). A class an
-engine cannot do is "unsupported", never faked.
+*cold* (first-seen) query, and its p50/p95 are reported beside the warm ones (cold p50 is in each
+latency cell, cold ratios in brackets). A class an engine cannot do is "unsupported", never faked.
 
 Agreement: where engines do the same thing their answers must agree — totals of every exact class
 (words, prefixes, filters, facets, sort, deep page, grouping) across all engines; totals of typo
@@ -199,11 +200,13 @@ class EngineSession:
         self.answers[kind], self.cold[kind], self.latencies[kind] = answers, cold, []
 
     def timed(self, kind: str) -> None:
-        """One timed pass over the entries the warm-up reached (stopping after its share of the class budget),
-        after :data:`SETTLE_S` of untimed searches of them (see there)."""
+        """One timed pass over the entries the warm-up reached (stopping after its share of the
+        class budget), after :data:`SETTLE_S` of untimed searches of them (see there)."""
         if kind not in self.answers:
             return  # unsupported or failed in the warm-up
         entries = self.workloads[kind][: len(self.answers[kind])]
+        if not entries:
+            return
         settled = time.perf_counter() + SETTLE_S
         for entry in itertools.cycle(entries):
             self.adapter.search(kind, entry)
@@ -239,7 +242,8 @@ class EngineSession:
                 figures["groups"] = [answer.groups for answer in answers]
             self.result["classes"][kind] = figures
         # Classes in the workload order, whichever pass set them.
-        self.result["classes"] = {kind: self.result["classes"][kind] for kind in CLASSES if kind in self.result["classes"]}
+        done = self.result["classes"]
+        self.result["classes"] = {kind: done[kind] for kind in CLASSES if kind in done}
         if "unsupported" not in self.result:
             self.adapter.close()
         self.directory.cleanup()
@@ -264,8 +268,8 @@ def timing_cpu() -> int | None:
 def pin_to_timing_cpu() -> None:
     """Run this thread (the one that searches) on :func:`timing_cpu` from now on: the engines'
     timed passes then share one CPU. On this virtual machine a CPU has spells of its own (its host
-    core busy with other work): engines timed on different CPUs measured the CPUs as much as the engines.
-    Building happened before, on every CPU."""
+    core busy with other work): engines timed on different CPUs measured the CPUs as much as the
+    engines. Building happened before, on every CPU."""
     cpu = timing_cpu()
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})

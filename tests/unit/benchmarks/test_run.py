@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("tantivy", reason="needs the bench extra: pip install -e '.[bench]'")
 
-from benchmarks import run  # noqa: E402  (after the skip: benchmarks.run imports the peers)
-from benchmarks.workloads import CLASSES  # noqa: E402
+from benchmarks import run  # after the skip: benchmarks.run imports the peers
+from benchmarks.workloads import CLASSES
 
 ENGINES = ("roarsearch", "sqlite-fts5")
 
