@@ -321,10 +321,10 @@ class EngineChild:
         assert self.process.stdout is not None
         # Each wait (the build, one pass) has the whole timeout: the child idles while the others build.
         ready, _, _ = select.select([self.process.stdout], [], [], self.timeout_s)
-        line = self.process.stdout.readline() if ready else ""
         if not ready:
             self.process.kill()
             raise ChildFailed(f"timed out after {self.timeout_s:.0f} s")
+        line = self.process.stdout.readline()
         if not line:
             code = self.process.wait()
             self.stderr.seek(0)
@@ -332,15 +332,23 @@ class EngineChild:
             print(tail, file=sys.stderr)
             last = tail.strip().splitlines()[-1] if tail.strip() else ""
             raise ChildFailed(f"exit {code}: {last}")
-        reply: dict[str, Any] = json.loads(line)
+        try:
+            reply: dict[str, Any] = json.loads(line)
+        except ValueError:
+            self.process.kill()
+            raise ChildFailed(f"answered {line[:200]!r}") from None
         return reply
+
+    def _failed(self, why: str) -> None:
+        """This engine's result from now on: the failure (the other engines go on)."""
+        self.result = {"engine": self.engine, "corpus": self.corpus, "records": self.size, "error": why}
 
     def started(self) -> dict[str, Any]:
         """Wait for the build: the build figures, or the failure as this engine's result."""
         try:
             self.result = self._reply()
         except ChildFailed as failure:
-            self.result = {"engine": self.engine, "corpus": self.corpus, "records": self.size, "error": str(failure)}
+            self._failed(str(failure))
         return self.result
 
     @property
@@ -356,9 +364,11 @@ class EngineChild:
             self.process.stdin.write(json.dumps({"pass": step, "class": kind}) + "\n")
             self.process.stdin.flush()
             answer = self._reply()
-        except (ChildFailed, BrokenPipeError) as failure:
-            self.result = {"engine": self.engine, "corpus": self.corpus, "records": self.size,
-                           "error": str(failure) if isinstance(failure, ChildFailed) else "child went away"}
+        except ChildFailed as failure:
+            self._failed(str(failure))
+            return
+        except BrokenPipeError:
+            self._failed("child went away")
             return
         if step == "finish":
             self.result = answer

@@ -126,7 +126,7 @@ def prepare_search(index: Index, request: SearchRequest, settings: Settings = DE
 
 
 def _docs_of_all(matcher: WordMatcher, words: list[WordPlan], universe: AbstractBitMap,
-                 restricts: bool = True) -> AbstractBitMap:
+                 restricts: bool) -> AbstractBitMap:
     """Docs of ``universe`` holding every one of ``words``: the rarest word's docs first, then each
     other word's docs within those (a common word is never unioned over its fields whole).
     ``restricts``: False when ``universe`` holds every doc the words can match (the result may
