@@ -30,6 +30,7 @@ from roarsearch.index.state import index_from_state, index_to_state
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint32])
 def test_columns_round_trip(monkeypatch: pytest.MonkeyPatch, block: int, dtype: type) -> None:
     monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", block)
+    monkeypatch.setattr(postings_module, "WHOLE_COLUMN_VALUES", 16 * block)
     rng = np.random.default_rng(7)
     high = np.iinfo(dtype).max
     values = np.concatenate([np.sort(rng.integers(0, high, 50)), [high, 0, 5, high],
@@ -63,7 +64,7 @@ def test_columns_of_older_snapshots_read_in_their_larger_blocks(monkeypatch: pyt
         legacy = pack_column(values, True)
     current = pack_column(values, True)
     assert (legacy[1].size, current[1].size) == (3, 10)
-    monkeypatch.setattr(postings_module, "WHOLE_COLUMN_BLOCKS", 1)  # block by block, however few
+    monkeypatch.setattr(postings_module, "WHOLE_COLUMN_VALUES", 1)  # block by block, however few
     for data, ends in (legacy, current):
         column = LazyColumn(data, ends, values.size, np.uint32, True)
         assert column.read(70_000, 70_010).tolist() == values[70_000:70_010].tolist()
@@ -90,7 +91,7 @@ def answers(index: Index) -> dict[str, Any]:
 def test_loaded_chunks_inflate_on_first_read_and_save_as_loaded() -> None:
     index = build(300)
     state = index_to_state(index)
-    assert state["version"] == 4
+    assert state["version"] == 5
     loaded = index_from_state(state)
     chunks = loaded.postings["title"]._chunks
     assert chunks and not any(chunk._docs.ready.any() or chunk._positions.ready.any() for chunk in chunks)
@@ -109,10 +110,12 @@ def _as_version_2(state: dict[str, Any]) -> dict[str, Any]:
         for chunk in saved["chunks"]:
             position_type = np.uint16 if chunk["position_bytes"] == 2 else np.uint32
             tokens = chunk.pop("tokens")
-            doc_ends, position_ends = (np.frombuffer(chunk.pop(key), dtype=np.uint64) for key in ("doc_ends", "position_ends"))
-            chunk["token_docs"] = unpack_column(chunk.pop("packed_docs"), doc_ends, tokens, np.uint32, True).tobytes()
+            doc_ends, position_ends, starts = (np.frombuffer(chunk.pop(key), dtype=np.uint64)
+                                               for key in ("doc_ends", "position_ends", "block_starts"))
+            starts = starts.astype(np.int64)
+            chunk["token_docs"] = unpack_column(chunk.pop("packed_docs"), doc_ends, tokens, np.uint32, True, starts).tobytes()
             chunk["token_positions"] = unpack_column(chunk.pop("packed_positions"), position_ends, tokens,
-                                                     position_type, False).tobytes()
+                                                     position_type, False, starts).tobytes()
     return {**state, "version": 2}
 
 
@@ -209,8 +212,11 @@ def _batches(seed: int, count: int) -> list[list[dict[str, Any]]]:
 
 def _pack_tiny_merges(monkeypatch: pytest.MonkeyPatch) -> None:
     """Thresholds made tiny: merges of a few hundred tokens write docs and positions packed, in
-    blocks of 7 values and slabs of 13 tokens."""
+    blocks of at most 7 values (terms of fewer than 3 tokens sharing blocks of 3 or 4) and slabs
+    of 13 tokens."""
     monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", 7)
+    monkeypatch.setattr(postings_module, "SMALL_BLOCK_VALUES", 3)
+    monkeypatch.setattr(postings_module, "WHOLE_COLUMN_VALUES", 16 * 7)
     monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 50)
     monkeypatch.setattr(postings_module, "PACKED_SLAB_TOKENS", 13)
     monkeypatch.setattr(postings_module, "PACK_POSITIONS_TOKENS", 300)
