@@ -209,13 +209,13 @@ def pack_column(values: np.ndarray, delta: bool, starts: np.ndarray | None = Non
     back to back and the byte offset where each ends."""
     if starts is None:
         starts = np.arange(0, values.size, PACK_BLOCK_VALUES, dtype=np.int64)
-    bounds = starts.tolist() + [values.size]
-    parts: list[bytes] = []
-    for start, end in pairwise(bounds):
-        block = values[start:end]
-        if delta:
-            block = np.diff(block, prepend=values.dtype.type(0))
-        parts.append(codec.compress(_shuffle(block), PACK_LEVEL))
+    if delta and values.size:
+        # The whole column's differences in one call (wrapping), each block's first value as is.
+        deltas = np.diff(values, prepend=values.dtype.type(0))
+        deltas[starts] = values[starts]
+        values = deltas
+    parts = [codec.compress(_shuffle(values[start:end]), PACK_LEVEL)
+             for start, end in pairwise(starts.tolist() + [values.size])]
     ends = np.cumsum(np.fromiter(map(len, parts), dtype=np.uint64, count=len(parts)), dtype=np.uint64)
     return b"".join(parts), ends
 
