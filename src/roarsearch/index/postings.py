@@ -361,7 +361,7 @@ class LazyColumn:
 def _last_at_most(bounds: list[int], value: int) -> int:
     """The last index of ascending ``bounds`` (the first at most ``value``) holding at most
     ``value``. Written out rather than ``bisect``: compiled, it compares machine integers, where
-    bisect compares int objects (a sixth of the instructions)."""
+    bisect compares int objects (block lookups took under half the instructions, callgrind)."""
     lo, hi = 0, len(bounds)
     while hi - lo > 1:
         middle = (lo + hi) // 2
