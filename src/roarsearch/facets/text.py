@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
-from roarsearch.index.bitmaps import DocMasks, array_from_bitmap
+from roarsearch.index.bitmaps import DocMasks, array_from_bitmap, bitmap_from_array
 from roarsearch.index.columns import FieldColumns
 
 #: Candidate sets smaller than the field's pairs / GATHER_RATIO gather their values by binary
@@ -64,12 +64,24 @@ DENSE_PER_VALUE = 64
 PER_VALUE_LIMIT_MANY_CANDIDATES = 16384
 def value_bitmaps(columns: FieldColumns) -> list[AbstractBitMap]:
     """One bitmap of docs per value id of the field (retired docs included), kept in the index's
-    cache until the column next changes (its ``version`` is the stamp: deletes do not change it)."""
+    cache and extended by the pairs each write adds (deletes change nothing here)."""
     column = columns.values
     assert column is not None
-    bitmaps: list[AbstractBitMap] = columns.cache.get_or_build(
-        "value_bitmaps", columns.path, (id(column), column.version),
-        lambda: [column.value_docs(value_id) for value_id in range(len(column.values))], CACHED_COLUMNS)
+
+    def extend(bitmaps: list[AbstractBitMap], made_at: tuple[int, int]) -> list[AbstractBitMap]:
+        docs, value_ids = column.pairs_since(made_at[0])
+        grown = bitmaps + [BitMap() for _ in range(len(column.values) - len(bitmaps))]
+        if docs.size:
+            order = np.argsort(value_ids, kind="stable")
+            sorted_ids = value_ids[order]
+            bounds = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1], [True])))
+            for value_id, lo, hi in zip(sorted_ids[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
+                grown[value_id] = grown[value_id] | bitmap_from_array(docs[order[lo:hi]])
+        return grown
+
+    bitmaps: list[AbstractBitMap] = columns.cache.get_or_extend(
+        "value_bitmaps", columns.path, column, (column.count, len(column.values)),
+        lambda: [column.value_docs(value_id) for value_id in range(len(column.values))], extend, CACHED_COLUMNS)
     return bitmaps
 
 

@@ -3,8 +3,9 @@
 Owns, per field path:
 
 - ``NumericColumn``: every numeric value as (doc, value) pairs in numpy (multi-valued: one pair per
-  array element), a value-sorted view built lazily once per write for range filters and numeric
-  facets, and dense per-doc ``min``/``max`` arrays for sorting.
+  array element), a value-sorted view for range filters and numeric facets (built lazily once,
+  then extended: a write's pairs are merged into it, not the whole column sorted again), and
+  dense per-doc ``min``/``max`` arrays for sorting.
 - ``ValueColumn``: exact values (strings up to :data:`MAX_VALUE_LENGTH` characters, and booleans)
   with a value id each; the (doc, value id) pairs (``numpy.bincount`` facet counting) and their
   value-sorted view (docs of one value: equality filters, facet value bitmaps); the folded form of
@@ -19,6 +20,9 @@ derived views (joined pairs, value-sorted views, folded forms) are built lazily 
 of which may run at once. Each column builds its views under its own lock, so a reader never sees
 the chunks of one array joined and the other not. ``version`` counts the writes to a column: a
 structure derived from it elsewhere (per-value bitmaps in the index cache) is stamped with it.
+``count`` counts its pairs: as pairs are only ever appended (new docs), a structure derived from
+the first ``count`` pairs is brought up to date from :meth:`pairs_since` (the index cache's
+``get_or_extend``), which is what keeps a steady writer from rebuilding every view per write.
 """
 
 from __future__ import annotations
@@ -66,20 +70,57 @@ def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype:
     return joined
 
 
+def _tail_of_chunks(docs: list[np.ndarray], values: list[np.ndarray], start: int, dtype: type
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``start:`` of the appended chunks, joined (only the chunks that hold them)."""
+    tail_docs: list[np.ndarray] = []
+    tail_values: list[np.ndarray] = []
+    end = sum(chunk.size for chunk in docs)
+    for chunk_docs, chunk_values in zip(reversed(docs), reversed(values)):
+        if end <= start:
+            break
+        first = end - chunk_docs.size
+        skip = max(0, start - first)
+        tail_docs.append(chunk_docs[skip:])
+        tail_values.append(chunk_values[skip:])
+        end = first
+    if not tail_docs:
+        return np.empty(0, np.uint32), np.empty(0, dtype)
+    if len(tail_docs) == 1:
+        return tail_docs[0], tail_values[0]
+    return np.concatenate(tail_docs[::-1]), np.concatenate(tail_values[::-1])
+
+
+def _merge_sorted(old_keys: np.ndarray, new_keys: np.ndarray, new_order: np.ndarray, *columns: tuple[np.ndarray, np.ndarray]
+                  ) -> tuple[np.ndarray, ...]:
+    """Insert pairs appended after the ones a stable key order was made of: ``new_order`` sorts
+    ``new_keys`` stably, and each goes after every old pair of an equal key (its index is
+    larger), which is the order a stable sort of all the pairs gives. ``columns``: (old column in
+    key order, new column in append order) pairs, merged the same way; returns them merged."""
+    sorted_new = new_keys[new_order]
+    at = np.searchsorted(old_keys, sorted_new, side="right")
+    return tuple(np.insert(old, at, new[new_order]) for old, new in columns)
+
+
 class NumericColumn:
     """Numbers of one field: (doc, value) pairs, a lazily sorted view, per-doc min and max."""
 
     __slots__ = ("_docs", "_values", "_flat", "_sorted", "_order", "minimum", "maximum", "first", "docs", "multi_valued",
-                 "version", "_lock")
+                 "version", "count", "_lock", "__weakref__")
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self.version = 0
+        #: Pairs so far (they are only ever appended).
+        self.count = 0
         self._docs: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
         self._flat: tuple[np.ndarray, np.ndarray] | None = None
+        #: (values, docs) of the first ``_sorted[0].size`` pairs in value order: extended, not
+        #: rebuilt, when pairs are added (see :meth:`sorted_pairs`).
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
-        #: The stable value order of ``pairs()`` (saved in snapshots: a load gathers instead of sorting).
+        #: The stable value order of the first ``_order.size`` pairs (saved in snapshots: a load
+        #: gathers instead of sorting); extended like ``_sorted``.
         self._order: np.ndarray | None = None
         self.minimum = GrowableArray(np.float64, np.nan)
         # While no doc holds several values, a doc's min, max and first number are its one value:
@@ -101,9 +142,8 @@ class NumericColumn:
         self._docs.append(docs)
         self._values.append(values)
         self._flat = None
-        self._sorted = None
-        self._order = None
         self.version += 1
+        self.count += int(docs.size)
         top = int(docs.max()) + 1
         self.minimum.ensure(top)
         self.maximum.ensure(top)
@@ -141,32 +181,80 @@ class NumericColumn:
                 flat = self._flat
         return flat
 
+    def load_pairs(self, docs: np.ndarray, values: np.ndarray) -> None:
+        """Adopt saved (doc, value) pairs (a snapshot's: an empty column)."""
+        self._docs, self._values = [docs], [values]
+        self._flat = None
+        self.count = int(docs.size)
+
+    def pairs_since(self, start: int) -> tuple[np.ndarray, np.ndarray]:
+        """(docs, values) of pairs ``start:`` (those appended since the column had ``start``)."""
+        with self._lock:
+            return _tail_of_chunks(self._docs, self._values, start, np.float64)
+
     def sorted_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(values, docs) ordered by value: ranges become two binary searches and a slice."""
         found = self._sorted
-        if found is None:
+        if found is None or found[0].size != self.count:
             with self._lock:
-                if self._sorted is None:
+                found = self._sorted
+                if found is None:
                     docs, values = self.pairs()
                     order = self.sort_order()
-                    self._sorted = (values[order], docs[order])
-                found = self._sorted
+                    found = (values[order], docs[order])
+                elif found[0].size != self.count:
+                    found = self._extended_sorted(found)
+                self._sorted = found
         return found
+
+    def _extended_sorted(self, found: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """``_sorted`` with the pairs added since merged in (and ``_order`` with them, when kept)."""
+        sorted_values, sorted_docs = found
+        covered = sorted_values.size
+        new_docs, new_values = self.pairs_since(covered)
+        if np.isnan(new_values).any():  # searchsorted cannot place NaN as argsort does: sort again
+            self._order = None
+            docs, values = self.pairs()
+            whole_order = self.sort_order()
+            return values[whole_order], docs[whole_order]
+        new_order = np.argsort(new_values, kind="stable")
+        order = self._order
+        if order is not None and order.size == covered:
+            indexes = np.arange(covered, covered + new_values.size, dtype=np.uint32)
+            merged_values, merged_docs, merged_order = _merge_sorted(
+                sorted_values, new_values, new_order, (sorted_values, new_values), (sorted_docs, new_docs),
+                (order, indexes))
+            self._order = merged_order
+        else:
+            merged_values, merged_docs = _merge_sorted(sorted_values, new_values, new_order,
+                                                       (sorted_values, new_values), (sorted_docs, new_docs))
+        return merged_values, merged_docs
 
     def sort_order(self) -> np.ndarray:
         """Indexes of ``pairs()`` in stable value order (uint32)."""
         order = self._order
-        if order is None:
+        if order is None or order.size != self.count:
             with self._lock:
-                if self._order is None:
-                    _docs, values = self.pairs()
-                    self._order = np.argsort(values, kind="stable").astype(np.uint32)
                 order = self._order
+                if order is not None and order.size != self.count:
+                    covered = order.size
+                    _docs, values = self.pairs()
+                    new_values = values[covered:]
+                    if np.isnan(new_values).any():
+                        order = None
+                    else:
+                        order = _merge_sorted(values[order], new_values, np.argsort(new_values, kind="stable"),
+                                              (order, np.arange(covered, values.size, dtype=np.uint32)))[0]
+                if order is None:
+                    _docs, values = self.pairs()
+                    order = np.argsort(values, kind="stable").astype(np.uint32)
+                self._order = order
         return order
 
     def known_sort_order(self) -> np.ndarray | None:
-        """:meth:`sort_order` if computed since the last change, else None (not computed here)."""
-        return self._order
+        """:meth:`sort_order` if it covers every pair, else None (not computed here)."""
+        order = self._order
+        return order if order is not None and order.size == self.count else None
 
     def load_order(self, order: np.ndarray) -> None:
         """Adopt a saved :meth:`sort_order` (ignored unless it fits the pairs)."""
@@ -205,11 +293,7 @@ class NumericColumn:
         else:
             values = self.minimum.data if docs is None else self.minimum.data[docs[docs < self.minimum.data.size]]
             candidates = None if docs is None else docs[docs < self.minimum.data.size]
-        inside = ~np.isnan(values)
-        if low is not None:
-            inside &= (values >= low) if low_inclusive else (values > low)
-        if high is not None:
-            inside &= (values <= high) if high_inclusive else (values < high)
+        inside = values_in_range(values, low, low_inclusive, high, high_inclusive)
         if (within is not None and docs is not None and candidates is not None and not self.multi_valued
                 and 2 * int(inside.sum()) > docs.size):
             # Most of ``within`` passes: building the bitmap of the few that fail (a bitmap costs
@@ -218,6 +302,17 @@ class NumericColumn:
         # No np.unique: the bitmap takes the doc-sorted candidates (a multi-valued doc repeated) as they are.
         selected = np.flatnonzero(inside) if candidates is None else candidates[inside]
         return bitmap_from_array(selected)
+
+
+def values_in_range(values: np.ndarray, low: float | None, low_inclusive: bool, high: float | None,
+                    high_inclusive: bool) -> np.ndarray:
+    """Which of ``values`` (NaN: none) are inside the range (a bound of None: open)."""
+    inside: np.ndarray = ~np.isnan(values)
+    if low is not None:
+        inside &= (values >= low) if low_inclusive else (values > low)
+    if high is not None:
+        inside &= (values <= high) if high_inclusive else (values < high)
+    return inside
 
 
 #: A ``within`` set at most this large is checked doc by doc instead of slicing the whole range.
@@ -235,11 +330,13 @@ class ValueColumn:
     """
 
     __slots__ = ("ids", "values", "_folded", "_by_folded", "_docs", "_vids", "_flat", "_by_value",
-                 "first", "docs", "_fold_rank", "_sort_ranks", "version", "_lock")
+                 "first", "docs", "_fold_rank", "_sort_ranks", "version", "count", "_lock", "__weakref__")
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self.version = 0
+        #: Pairs so far (they are only ever appended).
+        self.count = 0
         self.ids: dict[Any, int] = {}
         self.values: list[Any] = []
         self._folded: list[str] | None = None
@@ -321,10 +418,21 @@ class ValueColumn:
         self._docs.append(docs)
         self._vids.append(value_ids)
         self._flat = None
-        self._by_value = None
         self._sort_ranks = None
         self.version += 1
+        self.count += int(docs.size)
         self.docs |= bitmap_from_array(docs)
+
+    def load_pairs(self, docs: np.ndarray, value_ids: np.ndarray) -> None:
+        """Adopt saved (doc, value id) pairs (a snapshot's: an empty column)."""
+        self._docs, self._vids = [docs], [value_ids]
+        self._flat = None
+        self.count = int(docs.size)
+
+    def pairs_since(self, start: int) -> tuple[np.ndarray, np.ndarray]:
+        """(docs, value ids) of pairs ``start:`` (those appended since the column had ``start``)."""
+        with self._lock:
+            return _tail_of_chunks(self._docs, self._vids, start, np.uint32)
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(docs, value ids) of every distinct value of every doc."""
@@ -337,20 +445,40 @@ class ValueColumn:
         return flat
 
     def _value_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(docs ordered by value id, start offset per value id, end offset per value id)."""
+        """(docs ordered by value id, start offset per value id, end offset per value id):
+        built once, then extended by the pairs added since (see :meth:`_extended_view`)."""
         found = self._by_value
-        if found is None:
+        if found is None or found[0].size != self.count or found[1].size != len(self.values):
             with self._lock:
-                if self._by_value is None:
+                found = self._by_value
+                if found is not None and (found[0].size != self.count or found[1].size != len(self.values)):
+                    found = self._extended_view(found)
+                if found is None:
                     docs, value_ids = self.pairs()
                     order = np.argsort(value_ids, kind="stable")
                     sorted_ids = value_ids[order]
                     all_ids = np.arange(len(self.values), dtype=np.uint32)
                     starts = np.searchsorted(sorted_ids, all_ids, side="left")
                     ends = np.searchsorted(sorted_ids, all_ids, side="right")
-                    self._by_value = (docs[order], starts, ends)
-                found = self._by_value
+                    found = (docs[order], starts, ends)
+                self._by_value = found
         return found
+
+    def _extended_view(self, found: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The value view with the pairs added since merged in: each after the older docs of its
+        value, as the stable sort of all the pairs orders them."""
+        docs, starts, ends = found
+        new_docs, new_ids = self.pairs_since(docs.size)
+        value_count = len(self.values)
+        counts = np.zeros(value_count, dtype=np.int64)
+        counts[:ends.size] = ends - starts
+        old_ends = np.full(value_count, docs.size, dtype=np.int64)  # new values go after every old pair
+        old_ends[:ends.size] = ends
+        new_order = np.argsort(new_ids, kind="stable")
+        merged = np.insert(docs, old_ends[new_ids[new_order]], new_docs[new_order])
+        counts += np.bincount(new_ids, minlength=value_count)
+        merged_ends = np.cumsum(counts)
+        return merged, merged_ends - counts, merged_ends
 
     def value_docs(self, value_id: int) -> AbstractBitMap:
         """Docs holding value ``value_id`` (retired docs included: intersect with alive)."""
@@ -363,10 +491,14 @@ class ValueColumn:
         _docs, starts, ends = self._value_view()
         return int(ends[value_id] - starts[value_id]) if value_id < starts.size else 0
 
-    def equal_folded(self, folded: str) -> AbstractBitMap:
+    def folded_ids(self, folded: str) -> list[int]:
+        """Value ids whose folded form is ``folded``."""
         self.folded  # noqa: B018 - builds the folded index on first use
         assert self._by_folded is not None
-        value_ids = self._by_folded.get(folded)
+        return self._by_folded.get(folded, [])
+
+    def equal_folded(self, folded: str) -> AbstractBitMap:
+        value_ids = self.folded_ids(folded)
         if not value_ids:
             return EMPTY
         return union_all([self.value_docs(value_id) for value_id in value_ids])

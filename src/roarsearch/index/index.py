@@ -23,9 +23,16 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.normalize import fold_value
 from roarsearch.index import writer
-from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, sorted_unique, union_all
+from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, bitmap_from_array, sorted_unique, union_all
 from roarsearch.index.cache import IndexCache
-from roarsearch.index.columns import MAX_VALUE_LENGTH, RANGE_CHECK_THRESHOLD, FieldColumns, NumericColumn, ValueColumn
+from roarsearch.index.columns import (
+    MAX_VALUE_LENGTH,
+    RANGE_CHECK_THRESHOLD,
+    FieldColumns,
+    NumericColumn,
+    ValueColumn,
+    values_in_range,
+)
 from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.geo import GeoColumn
 from roarsearch.index.lexicon import Lexicon
@@ -300,11 +307,18 @@ class Index:
         if values is None:
             return EMPTY
         folded = fold_value(text)
+
+        def extend(found: AbstractBitMap, made_at: int) -> AbstractBitMap:
+            docs, value_ids = values.pairs_since(made_at)
+            wanted = values.folded_ids(folded)
+            hit = value_ids == wanted[0] if len(wanted) == 1 else np.isin(value_ids, wanted)
+            return FrozenBitMap(found | bitmap_from_array(docs[hit])) if hit.any() else found
+
         # A value's docs are the postings of a keyword field: built once (a bitmap costs per doc,
-        # tens of microseconds per thousand) and kept until the column next changes.
-        found: AbstractBitMap = self.cache.get_or_build(
-            "equal_text", (field, folded), (id(values), values.version), lambda: FrozenBitMap(values.equal_folded(folded)),
-            EQUAL_VALUE_CACHE_SIZE)
+        # tens of microseconds per thousand), then extended by the docs each write adds.
+        found: AbstractBitMap = self.cache.get_or_extend(
+            "equal_text", (field, folded), values, values.count, lambda: FrozenBitMap(values.equal_folded(folded)),
+            extend, EQUAL_VALUE_CACHE_SIZE)
         return found
 
     def equal_bool(self, field: str, value: bool) -> AbstractBitMap:
@@ -320,17 +334,23 @@ class Index:
             return EMPTY
         numeric = columns.numeric
         key = (field, low, low_inclusive, high, high_inclusive)
-        stamp = (id(numeric), numeric.version)
-        cached = self.cache.get("number_range", key, stamp)
-        if isinstance(cached, AbstractBitMap):
+
+        def extend(found: AbstractBitMap, made_at: int) -> AbstractBitMap:
+            docs, values = numeric.pairs_since(made_at)
+            inside = values_in_range(values, low, low_inclusive, high, high_inclusive)
+            return FrozenBitMap(found | bitmap_from_array(docs[inside])) if inside.any() else found
+
+        # Kept and extended by the docs each write adds (the range's docs before it are the same).
+        cached = self.cache.extended("number_range", key, numeric, numeric.count, extend, RANGE_CACHE_SIZE)
+        if cached is not None:
             return cached  # a superset of the answer inside ``within``: callers intersect
         if within is not None and len(within) <= RANGE_CHECK_THRESHOLD and \
-                self.cache.get("number_range_seen", key, stamp) is None:
+                self.cache.get("number_range_seen", key, id(numeric)) is None:
             # First time: checking the few docs of ``within`` costs less than the whole column.
-            self.cache.put("number_range_seen", key, stamp, True, RANGE_CACHE_SIZE)
+            self.cache.put("number_range_seen", key, id(numeric), True, RANGE_CACHE_SIZE)
             return numeric.range(low, low_inclusive, high, high_inclusive, within)
         found = FrozenBitMap(numeric.range(low, low_inclusive, high, high_inclusive))
-        self.cache.put("number_range", key, stamp, found, RANGE_CACHE_SIZE)
+        self.cache.put_derived("number_range", key, numeric, numeric.count, found, RANGE_CACHE_SIZE)
         return found
 
     def exists(self, field: str) -> AbstractBitMap:

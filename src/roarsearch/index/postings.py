@@ -38,6 +38,7 @@ import logging
 import mmap
 import operator
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -45,7 +46,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
-from pyroaring import AbstractBitMap, BitMap
+from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.index import codec
 from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, sorted_unique, union_all
@@ -92,6 +93,9 @@ _NARROW_LIMIT = 1 << 16
 MAX_CACHED_TERMS = 65_536
 #: Unions of more terms than this are built from one gather of their docs, not per-term bitmaps.
 MAX_TERMS_PER_TERM_UNION = 8
+#: Such unions kept per field (typo expansions and prefixes of recent queries), least recently
+#: used first out.
+CACHED_UNIONS = 256
 #: ``occurrences_in`` binary-searches the docs in each term's slice for at most this many terms...
 _SEARCHED_TERMS = 16
 #: ...when docs × terms × this is below the terms' occurrences (a binary search costs a few steps).
@@ -395,12 +399,16 @@ class _Chunk:
     """Tokens of a run of batches, grouped by term: term ``terms[i]`` owns tokens
     ``starts[i]:starts[i + 1]`` of ``docs`` and ``positions`` (docs ascending within a term)."""
 
-    __slots__ = ("terms", "starts", "_docs", "_positions", "packed", "_ranges", "_few")
+    __slots__ = ("terms", "starts", "_docs", "_positions", "packed", "_ranges", "_few", "end_doc")
 
     def __init__(self, terms: np.ndarray, starts: np.ndarray, docs: np.ndarray | LazyColumn,
-                 positions: np.ndarray | LazyColumn, packed: PackedTokens | None = None) -> None:
+                 positions: np.ndarray | LazyColumn, packed: PackedTokens | None = None, end_doc: int = -1) -> None:
         self.terms = terms
         self.starts = starts
+        #: Above every doc here, and at most the first doc of any chunk after this one (chunks
+        #: are in doc order): what a cached union covers (see ``FieldPostings._union``). -1:
+        #: unknown (a chunk loaded from a snapshot; chunks added since know theirs).
+        self.end_doc = end_doc
         self._docs = docs
         self._positions = positions
         #: The token columns as loaded from a snapshot (None for chunks built since), saved again
@@ -480,7 +488,7 @@ class _Chunk:
         boundaries = np.flatnonzero(sorted_terms[1:] != sorted_terms[:-1]) + 1
         starts = np.concatenate(([0], boundaries, [sorted_terms.size])).astype(np.int64)
         return cls(sorted_terms[starts[:-1]].astype(np.uint32), starts, docs.astype(np.uint32, copy=False),
-                   _narrow_positions(positions))
+                   _narrow_positions(positions), end_doc=int(docs.max()) + 1)
 
     @classmethod
     def from_groups(cls, term_ids: np.ndarray, counts: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> _Chunk:
@@ -494,7 +502,8 @@ class _Chunk:
             term_ids, counts, docs, positions = term_ids[order], counts[order], docs[index], positions[index]
         starts = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
-        return cls(term_ids.astype(np.uint32), starts, docs.astype(np.uint32, copy=False), _narrow_positions(positions))
+        return cls(term_ids.astype(np.uint32), starts, docs.astype(np.uint32, copy=False), _narrow_positions(positions),
+                   end_doc=int(docs.max()) + 1 if docs.size else 0)
 
     @property
     def size(self) -> int:
@@ -656,8 +665,11 @@ def merge_chunks(chunks: list[_Chunk]) -> _Chunk:
     np.cumsum(counts, out=starts[1:])
     total = int(starts[-1])
     wide = any(chunk.position_type == np.uint32 for chunk in chunks)
+    end_doc = max(chunk.end_doc for chunk in chunks)
     if total >= PACK_MERGED_TOKENS:
-        return _merge_packed(chunks, terms.astype(np.uint32), starts, slots, np.uint32 if wide else np.uint16)
+        merged = _merge_packed(chunks, terms.astype(np.uint32), starts, slots, np.uint32 if wide else np.uint16)
+        merged.end_doc = end_doc
+        return merged
     docs = np.empty(total, dtype=np.uint32)
     positions = np.empty(total, dtype=np.uint32 if wide else np.uint16)
     filled = starts[:-1].copy()  # where each term's next tokens go
@@ -676,7 +688,7 @@ def merge_chunks(chunks: list[_Chunk]) -> _Chunk:
             index = np.arange(token_lo, token_hi, dtype=np.int64) + np.repeat(shift, lengths[first:last])
             docs[index] = chunk.read_docs(token_lo, token_hi)
             positions[index] = chunk.read_positions(token_lo, token_hi)
-    return _Chunk(terms.astype(np.uint32), starts, docs, positions)
+    return _Chunk(terms.astype(np.uint32), starts, docs, positions, end_doc=end_doc)
 
 
 class _BlockPacker:
@@ -849,7 +861,7 @@ class FieldPostings:
     """The postings and token positions of one field."""
 
     __slots__ = ("terms", "docs", "_chunks", "_lock", "_absent", "_merging", "_busy", "merges", "_settle",
-                 "merge_limit")
+                 "merge_limit", "_unions")
 
     def __init__(self) -> None:
         # Readers build term bitmaps and merge token chunks lazily, several at once.
@@ -859,8 +871,11 @@ class FieldPostings:
         self.docs = BitMap()  # docs having at least one token in this field
         self._chunks: list[_Chunk] = []
         #: Terms looked up and found in no chunk (a query word absent from this field): not looked
-        #: up again until the next ``add``, which forgets them all.
+        #: up again until an ``add`` brings them (it forgets those its chunk holds).
         self._absent: set[int] = set()
+        #: Unions of many terms' docs (typo expansions, prefixes) by their sorted term ids, each
+        #: with the ``end_doc`` it covers: extended by the chunks added since, not rebuilt.
+        self._unions: OrderedDict[bytes, tuple[int, AbstractBitMap]] = OrderedDict()
         #: The background merge task while one is queued or running, and the ids of the chunks it
         #: is reading (inline merges leave those alone).
         self._merging: Future[None] | None = None
@@ -902,7 +917,7 @@ class FieldPostings:
             if self._chunks is not base or self._busy is not busy:
                 # A reader or the background merge changed the chunks meanwhile: merge again.
                 chunks = _with_chunk(self._chunks, chunk, self._busy)
-            self._absent = set()
+            self._absent = self._still_absent(chunk)
             if self.terms:
                 self._update_cached(chunk)
             self.docs |= bitmap_from_array(docs)
@@ -985,6 +1000,15 @@ class FieldPostings:
                 return
             pending.result()
 
+    def _still_absent(self, chunk: _Chunk) -> set[int]:
+        """The terms known absent that a new chunk does not hold (one binary search each)."""
+        absent = self._absent
+        if not absent:
+            return set()
+        known = np.fromiter(absent, dtype=np.uint32, count=len(absent))
+        lo, hi = chunk.ranges(known)
+        return set(known[hi == lo].tolist())
+
     def _update_cached(self, chunk: _Chunk) -> None:
         """Add a new chunk's docs to the cached bitmaps of its terms (or forget a large cache)."""
         if len(self.terms) > MAX_CACHED_TERMS:
@@ -997,10 +1021,13 @@ class FieldPostings:
             bitmap = self.terms[term]
             self.terms[term] = BitMap(bitmap) | bitmap_from_array(chunk.docs[start:end])
 
-    def _gather_docs(self, term_ids: np.ndarray) -> np.ndarray:
-        """Docs of every token of ``term_ids`` (sorted, unique), duplicates included."""
+    def _gather_docs(self, term_ids: np.ndarray, chunks: list[_Chunk] | None = None, since: int = -1) -> np.ndarray:
+        """Docs of every token of ``term_ids`` (sorted, unique), duplicates included, in any
+        order; ``since``: only docs from that one on (chunks wholly below it are not read)."""
         parts: list[np.ndarray] = []
-        for chunk in list(self._chunks):
+        for chunk in list(self._chunks) if chunks is None else chunks:
+            if since >= 0 and chunk.end_doc <= since:  # unknown (-1): loaded, below every later doc
+                continue
             if term_ids.size == 1:
                 start, end = chunk.range_of(int(term_ids[0]))
                 if end > start:
@@ -1011,7 +1038,8 @@ class FieldPostings:
                 parts.append(chunk.docs_in_all(lo, hi)[_gather_index(lo, hi)])
         if not parts:
             return _EMPTY_U32
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        docs = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return docs[docs >= since] if since > 0 else docs
 
     def bitmap(self, term_ids: list[int]) -> AbstractBitMap:
         """Docs containing any of ``term_ids`` in this field (for one term, its cached bitmap itself:
@@ -1019,12 +1047,36 @@ class FieldPostings:
         if not term_ids:
             return EMPTY
         if len(term_ids) > MAX_TERMS_PER_TERM_UNION:
-            docs = self._gather_docs(sorted_unique(np.asarray(term_ids, dtype=np.uint32)))
-            return bitmap_from_array(docs) if docs.size else EMPTY
+            return self._union(sorted_unique(np.asarray(term_ids, dtype=np.uint32)))
         found = [bitmap for bitmap in map(self._get, term_ids) if bitmap is not None]
         if not found:
             return EMPTY
         return found[0] if len(found) == 1 else union_all(found)
+
+    def _union(self, term_ids: np.ndarray) -> AbstractBitMap:
+        """Docs of any of ``term_ids`` (sorted, distinct), frozen and kept: a later call after
+        adds gathers only the chunks holding docs added since (a writer's batch), not every chunk."""
+        chunks = self._chunks  # replaced whole by writers and merges: one consistent list
+        end = chunks[-1].end_doc if chunks else 0
+        key = term_ids.tobytes()
+        with self._lock:
+            found = self._unions.get(key)
+            if found is not None:
+                self._unions.move_to_end(key)
+        if found is not None and found[0] == end:
+            return found[1]
+        if found is not None and 0 <= found[0] < end:
+            added = self._gather_docs(term_ids, chunks, found[0])
+            docs = FrozenBitMap(found[1] | bitmap_from_array(added)) if added.size else found[1]
+        else:
+            gathered = self._gather_docs(term_ids, chunks)
+            docs = FrozenBitMap(bitmap_from_array(gathered)) if gathered.size else EMPTY
+        with self._lock:
+            self._unions[key] = (end, docs)
+            self._unions.move_to_end(key)
+            while len(self._unions) > CACHED_UNIONS:
+                self._unions.popitem(last=False)
+        return docs
 
     def term_docs(self, term: int) -> AbstractBitMap:
         """One term's docs (shared: never changed in place)."""
@@ -1253,6 +1305,7 @@ class FieldPostings:
                 loaded.append(_Chunk.from_packed(terms.astype(np.uint32, copy=False), starts, packed))
         self._chunks = loaded
         self._absent = set()
+        self._unions = OrderedDict()
 
     def load_chunk_arrays(self, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
         """Chunks saved raw (index state 2): per chunk (term ids, token count per term, docs,
@@ -1265,6 +1318,7 @@ class FieldPostings:
                 loaded.append(_Chunk(terms.astype(np.uint32, copy=False), starts, docs, positions))
         self._chunks = loaded
         self._absent = set()
+        self._unions = OrderedDict()
 
     def token_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(terms, docs, positions) of every token, term-sorted (merging the chunks); uint32 each."""
@@ -1274,3 +1328,4 @@ class FieldPostings:
     def load_token_arrays(self, terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
         self._chunks = [_Chunk.from_sorted(terms, docs, positions)] if terms.size else []
         self._absent = set()
+        self._unions = OrderedDict()

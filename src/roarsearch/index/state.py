@@ -239,7 +239,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
         if "numeric" in saved:
             numeric = NumericColumn()
             docs = _array(saved["numeric"]["docs"], np.uint32, delta=True)
-            numeric._docs, numeric._values = [docs], [_array(saved["numeric"]["values"], np.float64)]
+            numeric.load_pairs(docs, _array(saved["numeric"]["values"], np.float64))
             # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
             # several values has adjacent pairs.
             if docs.size > 1 and (docs[1:] == docs[:-1]).any():
@@ -252,7 +252,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
                 numeric.first.data = _array(saved["numeric"].get("first", saved["numeric"]["min"]), np.float64)
             else:  # single-valued: each doc's min, max and first are its one value
                 per_doc = np.full(int(saved["numeric"]["slots"]), np.nan)
-                per_doc[docs] = numeric._values[0]
+                per_doc[docs] = numeric.pairs()[1]
                 numeric.minimum.data = per_doc  # also max and first (one array while single-valued)
             # The doc set as saved (older snapshots: from the pairs): deserialising is a copy, not a build.
             numeric.docs = (BitMap.deserialize(saved["numeric"]["doc_bitmap"]) if "doc_bitmap" in saved["numeric"]
@@ -265,7 +265,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
             values.values = list(saved["values"]["values"])
             values.ids = {value: value_id for value_id, value in enumerate(values.values)}
             docs = _array(saved["values"]["docs"], np.uint32, delta=True)
-            values._docs, values._vids = [docs], [_array(saved["values"]["vids"], np.uint32)]
+            values.load_pairs(docs, _array(saved["values"]["vids"], np.uint32))
             # Saved in 32 bits as they are held (older snapshots: 64).
             values.first.data = (_array(saved["values"]["first"], np.int32) if saved["values"].get("first_bits") == 32
                                  else _array(saved["values"]["first"], np.int64).astype(np.int32))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from roarsearch import Engine
@@ -122,5 +123,10 @@ def test_numeric_value_order_survives_a_state_round_trip() -> None:
     assert numeric is not None and numeric._order is not None  # adopted, not sorted again
     assert loaded.number_range("n", 2, True, 4, True).to_array().tolist() == list(range(50))
     assert loaded.number_range("n", 9, True, None, True) == index.number_range("n", 9, True, None, True)
+    adopted = numeric._order
     loaded.add_records([{"id": 100, "n": 1.5}])
-    assert numeric._order is None and 100 in {loaded.docs.record_ids[d] for d in loaded.number_range("n", 1, True, 2, True)}
+    assert 100 in {loaded.docs.record_ids[d] for d in loaded.number_range("n", 1, True, 2, True)}
+    # The adopted order was extended by the new pair, not sorted again: still the stable order.
+    _docs, values = numeric.pairs()
+    assert numeric.sort_order() is not adopted and numeric.sort_order().size == values.size
+    assert np.array_equal(numeric.sort_order(), np.argsort(values, kind="stable"))

@@ -1,0 +1,193 @@
+"""Structures kept across writes are extended by what each write adds, never rebuilt nor stale.
+
+- a field's union of many terms (typo expansions, prefixes) covers the chunks added since it was
+  made, through inline and background merges and a reload, and equals a brute-force union;
+- a numeric column's value order and value-sorted pairs, merged with each write's pairs, equal a
+  stable sort of all the pairs;
+- a value column's value view, per-value bitmaps, equality and range bitmaps equal fresh ones;
+- the index cache extends only what was made from the same source, and rebuilds for a new one.
+"""
+
+from __future__ import annotations
+
+import gc
+import operator
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roarsearch.index import postings as postings_module
+from roarsearch.index.cache import IndexCache
+from roarsearch.index.columns import NumericColumn, ValueColumn
+from roarsearch.index.index import Index
+from roarsearch.index.postings import FieldPostings
+from roarsearch.index.state import index_from_state, index_to_state
+
+BATCHES = st.lists(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40)), min_size=1, max_size=30),
+                   min_size=1, max_size=8)
+
+
+def _add(postings: FieldPostings, model: dict[int, set[int]], first_doc: int, tokens: list[tuple[int, int]]) -> int:
+    """Tokens ``(doc offset, term)`` of new docs from ``first_doc`` on; returns the next doc."""
+    docs = np.array([first_doc + offset for offset, _ in sorted(tokens)], dtype=np.uint32)
+    terms = np.array([term for _, term in sorted(tokens)], dtype=np.uint32)
+    postings.add(docs, terms, np.zeros(docs.size, dtype=np.uint32))
+    for doc, term in zip(docs.tolist(), terms.tolist()):
+        model.setdefault(term, set()).add(doc)
+    return first_doc + 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=BATCHES, queries=st.lists(st.sets(st.integers(0, 45), min_size=9, max_size=30), min_size=1, max_size=4),
+       merge_every=st.sampled_from([0, 2, 3]))
+def test_a_union_of_many_terms_stays_exact_across_adds_and_merges(batches: list[list[tuple[int, int]]],
+                                                                  queries: list[set[int]], merge_every: int) -> None:
+    postings = FieldPostings()
+    model: dict[int, set[int]] = {}
+    next_doc = 0
+    for number, tokens in enumerate(batches):
+        next_doc = _add(postings, model, next_doc, tokens)
+        if merge_every and number % merge_every == 0:
+            postings.settle()  # every chunk into one, in the background
+            postings.wait_for_merges()
+        for query in queries:  # asked after every add: made once, then extended
+            expected = set().union(*(model.get(term, set()) for term in query))
+            assert set(postings.bitmap(sorted(query))) == expected
+
+
+def test_a_union_gathers_only_the_chunks_added_since() -> None:
+    postings = FieldPostings()
+    model: dict[int, set[int]] = {}
+    next_doc = 0
+    for _ in range(2):  # two chunks: the third (below) merges nothing inline
+        next_doc = _add(postings, model, next_doc, [(offset, term) for offset in range(4) for term in range(12)])
+    query = list(range(12))
+    first = postings.bitmap(query)
+    assert postings.bitmap(query) is first  # nothing added: the kept union itself
+    old_chunks = list(postings._chunks)
+    read: list[int] = []
+    original = postings_module._Chunk.ranges
+
+    def counting(chunk: postings_module._Chunk, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        read.append(id(chunk))
+        return original(chunk, term_ids)
+
+    interpreted = postings_module.__file__.endswith(".py")  # a compiled class's methods stay as built
+    if interpreted:
+        postings_module._Chunk.ranges = counting  # type: ignore[method-assign]
+    try:
+        next_doc = _add(postings, model, next_doc, [(0, 3), (2, 30)])
+        extended = postings.bitmap(query)
+    finally:
+        postings_module._Chunk.ranges = original  # type: ignore[method-assign]
+    assert len(postings._chunks) == 3 and all(map(operator.is_, postings._chunks[:2], old_chunks))
+    assert set(extended) == set(first) | {next_doc - 4}
+    if interpreted:
+        assert read == [id(postings._chunks[2])]  # only the new chunk was read
+
+
+def test_a_reloaded_field_rebuilds_its_unions_then_extends_them() -> None:
+    index = Index()
+    index.add_records([{"id": i, "t": " ".join(f"w{(i + k) % 20}" for k in range(3))} for i in range(40)])
+    loaded = index_from_state(index_to_state(index))
+    postings = loaded.postings["t"]
+    ids = [term for term in (loaded.lexicon.id_of(f"w{k}") for k in range(10)) if term is not None]
+    assert len(ids) == 10
+    before = postings.bitmap(ids)
+    assert all(chunk.end_doc == -1 for chunk in postings._chunks)  # loaded: unknown
+    loaded.add_records([{"id": 100, "t": "w1 w15"}, {"id": 101, "t": "w19"}])
+    after = postings.bitmap(ids)
+    new_doc = loaded.docs.doc_of(100)
+    assert new_doc is not None
+    assert set(after) == set(before) | {new_doc}
+    assert set(postings.bitmap(ids)) == set(after)
+
+
+@settings(max_examples=80, deadline=None)
+@given(batches=st.lists(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.5, 1.0, 2.0, 3.0, -1.0, 7.0])),
+                                 min_size=1, max_size=12), min_size=1, max_size=6),
+       look_every=st.integers(1, 3))
+def test_numeric_order_merged_with_each_write_equals_a_stable_sort(batches: list[list[tuple[int, float]]],
+                                                                   look_every: int) -> None:
+    column = NumericColumn()
+    next_doc = 0
+    for number, pairs in enumerate(batches):
+        pairs = sorted(pairs, key=lambda pair: pair[0])
+        column.add(np.array([next_doc + offset for offset, _ in pairs], dtype=np.uint32),
+                   np.array([value for _, value in pairs]))
+        next_doc += 4
+        if number % look_every == 0:  # views made at some writes, extended at later ones
+            if number % 2:
+                column.sort_order()
+            else:
+                column.sorted_pairs()
+    docs, values = column.pairs()
+    order = np.argsort(values, kind="stable")
+    assert np.array_equal(column.sort_order(), order)
+    sorted_values, sorted_docs = column.sorted_pairs()
+    assert np.array_equal(sorted_values, values[order]) and np.array_equal(sorted_docs, docs[order])
+
+
+@settings(max_examples=80, deadline=None)
+@given(batches=st.lists(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["a", "b", "A", "c", "d", "é"])),
+                                 min_size=1, max_size=12), min_size=1, max_size=6),
+       look_every=st.integers(1, 3))
+def test_value_view_merged_with_each_write_equals_a_fresh_one(batches: list[list[tuple[int, str]]], look_every: int) -> None:
+    column = ValueColumn()
+    fresh = ValueColumn()
+    next_doc = 0
+    for number, pairs in enumerate(batches):
+        pairs = sorted(pairs, key=lambda pair: pair[0])
+        docs = np.array([next_doc + offset for offset, _ in pairs], dtype=np.uint32)
+        keys = [value for _, value in pairs]
+        column.add(docs, column.intern_many(keys))
+        fresh.add(docs, fresh.intern_many(keys))
+        next_doc += 4
+        if number % look_every == 0:
+            column.value_docs(0)  # the view made now, extended by later writes
+    made = column._value_view()
+    expected = ValueColumn._value_view(fresh)
+    for got, want in zip(made, expected):
+        assert np.array_equal(got, want)
+
+
+def test_index_cache_extends_only_from_the_same_source() -> None:
+    cache = IndexCache()
+
+    class Source:
+        pass
+
+    source = Source()
+    calls: list[object] = []
+    build = lambda: "built"  # noqa: E731
+    extend = lambda value, size: calls.append(size) or f"{value}+{size}"  # noqa: E731
+    assert cache.get_or_extend("n", "k", source, 1, build, extend) == "built"
+    assert cache.get_or_extend("n", "k", source, 1, build, extend) == "built"
+    assert cache.get_or_extend("n", "k", source, 3, build, extend) == "built+1" and calls == [1]
+    replacement = Source()
+    assert cache.get_or_extend("n", "k", replacement, 3, build, extend) == "built"  # another source: built
+    del source
+    gc.collect()
+    assert cache.extended("n", "k", replacement, 4, extend) == "built+3"
+
+
+@pytest.mark.parametrize("reload", [False, True])
+def test_index_equality_range_and_facet_structures_follow_adds(reload: bool) -> None:
+    index = Index()
+    index.add_records([{"id": i, "cat": ["red", "Blue", "green"][i % 3], "n": i % 10} for i in range(60)])
+    if reload:
+        index = index_from_state(index_to_state(index))
+
+    def ids(bitmap: object) -> set[int]:
+        return {index.docs.record_ids[doc] for doc in bitmap & index.alive}  # type: ignore[operator]
+
+    for step in range(4):
+        expected_red = {i for i in range(60 + 10 * step) if i < 60 and i % 3 == 0 or i >= 60 and i % 4 == 0}
+        assert ids(index.equal_text("cat", "RED")) == expected_red
+        expected_range = {i for i in range(60 + 10 * step) if 3 <= (i % 10 if i < 60 else i % 7) < 6}
+        assert ids(index.number_range("n", 3, True, 6, False)) == expected_range
+        index.number_range("n", 3, True, 6, False)  # the second time: kept (then extended)
+        first = 60 + 10 * step
+        index.add_records([{"id": i, "cat": "red" if i % 4 == 0 else "blue", "n": i % 7} for i in range(first, first + 10)])
