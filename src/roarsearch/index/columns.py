@@ -16,13 +16,14 @@ Owns, per field path:
 Everything is append-only; readers intersect with the alive docs. Text analysis is not done here.
 
 Concurrency: writes happen under the collection's write lock, with no reader running, but the
-derived views (joined pairs, value-sorted views, folded forms) are built lazily by readers, several
-of which may run at once. Each column builds its views under its own lock, so a reader never sees
-the chunks of one array joined and the other not. ``version`` counts the writes to a column: a
-structure derived from it elsewhere (per-value bitmaps in the index cache) is stamped with it.
-``count`` counts its pairs: as pairs are only ever appended (new docs), a structure derived from
-the first ``count`` pairs is brought up to date from :meth:`pairs_since` (the index cache's
-``get_or_extend``), which is what keeps a steady writer from rebuilding every view per write.
+derived views (value-sorted views, folded forms) are built lazily by readers, several of which
+may run at once. Each column builds its views under its own lock. The pairs themselves live in
+arrays with room to grow (``_Pairs``): reading them is a view that later writes never change.
+``version`` counts the writes to a column; ``count`` counts its pairs: as pairs are only ever
+appended (new docs), a structure derived from the first ``count`` pairs (value-sorted views
+here, equality, range and per-value bitmaps in the index cache) is brought up to date from
+:meth:`pairs_since` rather than rebuilt, which is what keeps a steady writer from paying a pass
+over every column it touches per write.
 """
 
 from __future__ import annotations
@@ -60,35 +61,40 @@ def _first_of_each_doc(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     return first_docs, first_index, False
 
 
-def _concatenate_chunks(docs: list[np.ndarray], values: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
-    """Join the (doc, value) chunks appended by writes, and keep the joined arrays as the only chunk."""
-    if not docs:
-        return np.empty(0, np.uint32), np.empty(0, dtype)
-    joined = (np.concatenate(docs), np.concatenate(values))
-    docs[:] = [joined[0]]
-    values[:] = [joined[1]]
-    return joined
+class _Pairs:
+    """(doc, value) pairs appended write by write into arrays with room to grow: reading them all
+    is a view (joining each write's arrays again cost a pass over the column per write), and a
+    view handed out never changes (later pairs go past its end, or into new arrays)."""
 
+    __slots__ = ("docs", "values", "count")
 
-def _tail_of_chunks(docs: list[np.ndarray], values: list[np.ndarray], start: int, dtype: type
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs ``start:`` of the appended chunks, joined (only the chunks that hold them)."""
-    tail_docs: list[np.ndarray] = []
-    tail_values: list[np.ndarray] = []
-    end = sum(chunk.size for chunk in docs)
-    for chunk_docs, chunk_values in zip(reversed(docs), reversed(values)):
-        if end <= start:
-            break
-        first = end - chunk_docs.size
-        skip = max(0, start - first)
-        tail_docs.append(chunk_docs[skip:])
-        tail_values.append(chunk_values[skip:])
-        end = first
-    if not tail_docs:
-        return np.empty(0, np.uint32), np.empty(0, dtype)
-    if len(tail_docs) == 1:
-        return tail_docs[0], tail_values[0]
-    return np.concatenate(tail_docs[::-1]), np.concatenate(tail_values[::-1])
+    def __init__(self, value_type: type) -> None:
+        self.docs: np.ndarray = np.empty(0, dtype=np.uint32)
+        self.values: np.ndarray = np.empty(0, dtype=value_type)
+        self.count = 0
+
+    def append(self, docs: np.ndarray, values: np.ndarray) -> None:
+        end = self.count + docs.size
+        if end > self.docs.size:  # room for half as many again (a loaded column has none)
+            capacity = max(end, self.docs.size + self.docs.size // 2, 1024)
+            for name in ("docs", "values"):
+                old = getattr(self, name)
+                grown = np.empty(capacity, dtype=old.dtype)
+                grown[:self.count] = old[:self.count]
+                setattr(self, name, grown)
+        self.docs[self.count:end] = docs
+        self.values[self.count:end] = values
+        self.count = end
+
+    def adopt(self, docs: np.ndarray, values: np.ndarray) -> None:
+        """Pairs as saved (read-only arrays are fine: the next append copies them)."""
+        self.docs, self.values, self.count = docs, values, int(docs.size)
+
+    def view(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.docs[:self.count], self.values[:self.count]
+
+    def since(self, start: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.docs[start:self.count], self.values[start:self.count]
 
 
 def _merge_sorted(old_keys: np.ndarray, new_keys: np.ndarray, new_order: np.ndarray, *columns: tuple[np.ndarray, np.ndarray]
@@ -105,7 +111,7 @@ def _merge_sorted(old_keys: np.ndarray, new_keys: np.ndarray, new_order: np.ndar
 class NumericColumn:
     """Numbers of one field: (doc, value) pairs, a lazily sorted view, per-doc min and max."""
 
-    __slots__ = ("_docs", "_values", "_flat", "_sorted", "_order", "minimum", "maximum", "first", "docs", "multi_valued",
+    __slots__ = ("_pairs", "_sorted", "_order", "minimum", "maximum", "first", "docs", "multi_valued",
                  "version", "count", "_lock", "__weakref__")
 
     def __init__(self) -> None:
@@ -113,9 +119,7 @@ class NumericColumn:
         self.version = 0
         #: Pairs so far (they are only ever appended).
         self.count = 0
-        self._docs: list[np.ndarray] = []
-        self._values: list[np.ndarray] = []
-        self._flat: tuple[np.ndarray, np.ndarray] | None = None
+        self._pairs = _Pairs(np.float64)
         #: (values, docs) of the first ``_sorted[0].size`` pairs in value order: extended, not
         #: rebuilt, when pairs are added (see :meth:`sorted_pairs`).
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
@@ -139,11 +143,9 @@ class NumericColumn:
             self.become_multi_valued()
         docs = docs.astype(np.uint32)
         values = values.astype(np.float64)
-        self._docs.append(docs)
-        self._values.append(values)
-        self._flat = None
+        self._pairs.append(docs, values)
         self.version += 1
-        self.count += int(docs.size)
+        self.count = self._pairs.count
         top = int(docs.max()) + 1
         self.minimum.ensure(top)
         self.maximum.ensure(top)
@@ -173,24 +175,16 @@ class NumericColumn:
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(docs, values) of every value, in insertion order."""
-        flat = self._flat
-        if flat is None:
-            with self._lock:
-                if self._flat is None:
-                    self._flat = _concatenate_chunks(self._docs, self._values, np.float64)
-                flat = self._flat
-        return flat
+        return self._pairs.view()
 
     def load_pairs(self, docs: np.ndarray, values: np.ndarray) -> None:
         """Adopt saved (doc, value) pairs (a snapshot's: an empty column)."""
-        self._docs, self._values = [docs], [values]
-        self._flat = None
-        self.count = int(docs.size)
+        self._pairs.adopt(docs, values)
+        self.count = self._pairs.count
 
     def pairs_since(self, start: int) -> tuple[np.ndarray, np.ndarray]:
         """(docs, values) of pairs ``start:`` (those appended since the column had ``start``)."""
-        with self._lock:
-            return _tail_of_chunks(self._docs, self._values, start, np.float64)
+        return self._pairs.since(start)
 
     def sorted_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(values, docs) ordered by value: ranges become two binary searches and a slice."""
@@ -329,7 +323,7 @@ class ValueColumn:
     filters and sorting are computed the first time a filter or sort needs them.
     """
 
-    __slots__ = ("ids", "values", "_folded", "_by_folded", "_docs", "_vids", "_flat", "_by_value",
+    __slots__ = ("ids", "values", "_folded", "_by_folded", "_pairs", "_by_value",
                  "first", "docs", "_fold_rank", "_sort_ranks", "version", "count", "_lock", "__weakref__")
 
     def __init__(self) -> None:
@@ -341,9 +335,7 @@ class ValueColumn:
         self.values: list[Any] = []
         self._folded: list[str] | None = None
         self._by_folded: dict[str, list[int]] | None = None
-        self._docs: list[np.ndarray] = []
-        self._vids: list[np.ndarray] = []
-        self._flat: tuple[np.ndarray, np.ndarray] | None = None
+        self._pairs = _Pairs(np.uint32)
         self._by_value: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: Per doc, the value id of its first value (-1: none); 32 bits, as value ids are.
         self.first = GrowableArray(np.int32, -1)
@@ -415,34 +407,24 @@ class ValueColumn:
             # uint64 (docs and value ids fit 32 bits), several times faster than ``np.unique(..., axis=0)``.
             pairs = sorted_unique((docs.astype(np.uint64) << np.uint64(32)) | value_ids.astype(np.uint64))
             docs, value_ids = (pairs >> np.uint64(32)).astype(np.uint32), (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        self._docs.append(docs)
-        self._vids.append(value_ids)
-        self._flat = None
+        self._pairs.append(docs, value_ids)
         self._sort_ranks = None
         self.version += 1
-        self.count += int(docs.size)
+        self.count = self._pairs.count
         self.docs |= bitmap_from_array(docs)
 
     def load_pairs(self, docs: np.ndarray, value_ids: np.ndarray) -> None:
         """Adopt saved (doc, value id) pairs (a snapshot's: an empty column)."""
-        self._docs, self._vids = [docs], [value_ids]
-        self._flat = None
-        self.count = int(docs.size)
+        self._pairs.adopt(docs, value_ids)
+        self.count = self._pairs.count
 
     def pairs_since(self, start: int) -> tuple[np.ndarray, np.ndarray]:
         """(docs, value ids) of pairs ``start:`` (those appended since the column had ``start``)."""
-        with self._lock:
-            return _tail_of_chunks(self._docs, self._vids, start, np.uint32)
+        return self._pairs.since(start)
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(docs, value ids) of every distinct value of every doc."""
-        flat = self._flat
-        if flat is None:
-            with self._lock:
-                if self._flat is None:
-                    self._flat = _concatenate_chunks(self._docs, self._vids, np.uint32)
-                flat = self._flat
-        return flat
+        return self._pairs.view()
 
     def _value_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(docs ordered by value id, start offset per value id, end offset per value id):

@@ -405,9 +405,9 @@ class _Chunk:
                  positions: np.ndarray | LazyColumn, packed: PackedTokens | None = None, end_doc: int = -1) -> None:
         self.terms = terms
         self.starts = starts
-        #: Above every doc here, and at most the first doc of any chunk after this one (chunks
-        #: are in doc order): what a cached union covers (see ``FieldPostings._union``). -1:
-        #: unknown (a chunk loaded from a snapshot; chunks added since know theirs).
+        #: Above every doc here (one past the last for a chunk built here; the collection's next
+        #: doc when loaded from a snapshot), so every doc added later is at least this: what a
+        #: cached union covers (see ``FieldPostings._union``). -1: unknown.
         self.end_doc = end_doc
         self._docs = docs
         self._positions = positions
@@ -1295,27 +1295,31 @@ class FieldPostings:
         """Each chunk as (distinct term ids, token count per term, compressed token columns)."""
         return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.pack()) for chunk in list(self._chunks)]
 
-    def load_packed_chunks(self, chunks: list[tuple[np.ndarray, np.ndarray, PackedTokens]]) -> None:
-        """Chunks saved by :meth:`packed_chunks`, in the same (doc) order; inflated on first read."""
+    def load_packed_chunks(self, chunks: list[tuple[np.ndarray, np.ndarray, PackedTokens]], end_doc: int = -1) -> None:
+        """Chunks saved by :meth:`packed_chunks`, in the same (doc) order; inflated on first read.
+        ``end_doc``: above every doc they hold (the collection's next doc), if known."""
         loaded = []
         for terms, counts, packed in chunks:
             if packed.tokens:
                 starts = np.zeros(terms.size + 1, dtype=np.int64)
                 np.cumsum(counts, out=starts[1:])
-                loaded.append(_Chunk.from_packed(terms.astype(np.uint32, copy=False), starts, packed))
+                chunk = _Chunk.from_packed(terms.astype(np.uint32, copy=False), starts, packed)
+                chunk.end_doc = end_doc
+                loaded.append(chunk)
         self._chunks = loaded
         self._absent = set()
         self._unions = OrderedDict()
 
-    def load_chunk_arrays(self, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    def load_chunk_arrays(self, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+                          end_doc: int = -1) -> None:
         """Chunks saved raw (index state 2): per chunk (term ids, token count per term, docs,
-        positions), in doc order."""
+        positions), in doc order; ``end_doc`` as for :meth:`load_packed_chunks`."""
         loaded = []
         for terms, counts, docs, positions in chunks:
             if docs.size:
                 starts = np.zeros(terms.size + 1, dtype=np.int64)
                 np.cumsum(counts, out=starts[1:])
-                loaded.append(_Chunk(terms.astype(np.uint32, copy=False), starts, docs, positions))
+                loaded.append(_Chunk(terms.astype(np.uint32, copy=False), starts, docs, positions, end_doc=end_doc))
         self._chunks = loaded
         self._absent = set()
         self._unions = OrderedDict()

@@ -221,11 +221,11 @@ def index_from_state(state: dict[str, Any]) -> Index:
         postings.docs = BitMap.deserialize(saved["field_docs"])
         # Views over the loaded buffers, not copies: token arrays are never written in place.
         if "chunks" in saved and saved["chunks"] and "packed_docs" in saved["chunks"][0]:
-            postings.load_packed_chunks([_packed_chunk(chunk) for chunk in saved["chunks"]])
+            postings.load_packed_chunks([_packed_chunk(chunk) for chunk in saved["chunks"]], docstore.next_doc)
         elif "chunks" in saved:  # version 2: raw token columns
-            postings.load_chunk_arrays([_token_chunk(chunk) for chunk in saved["chunks"]])
+            postings.load_chunk_arrays([_token_chunk(chunk) for chunk in saved["chunks"]], docstore.next_doc)
         elif "term_counts" in saved:  # one chunk (snapshots of early version 2)
-            postings.load_chunk_arrays([_token_chunk(saved)])
+            postings.load_chunk_arrays([_token_chunk(saved)], docstore.next_doc)
         else:  # version 1: one term id per token (its per-term bitmaps are not needed)
             postings.load_token_arrays(np.frombuffer(saved["token_terms"], dtype=np.uint32),
                                        np.frombuffer(saved["token_docs"], dtype=np.uint32),
