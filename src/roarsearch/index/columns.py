@@ -341,7 +341,8 @@ class ValueColumn:
         self.first = GrowableArray(np.int32, -1)
         self.docs: AbstractBitMap = BitMap()
         self._fold_rank: np.ndarray | None = None
-        self._sort_ranks: tuple[np.ndarray, np.ndarray] | None = None
+        #: (smallest, largest, pairs covered): see :meth:`sort_ranks`.
+        self._sort_ranks: tuple[np.ndarray, np.ndarray, int] | None = None
 
     def intern_many(self, keys: list[Any]) -> np.ndarray:
         """Value ids of ``keys`` (strings and booleans), registering new values in first-seen order.
@@ -408,7 +409,6 @@ class ValueColumn:
             pairs = sorted_unique((docs.astype(np.uint64) << np.uint64(32)) | value_ids.astype(np.uint64))
             docs, value_ids = (pairs >> np.uint64(32)).astype(np.uint32), (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         self._pairs.append(docs, value_ids)
-        self._sort_ranks = None
         self.version += 1
         self.count = self._pairs.count
         self.docs |= bitmap_from_array(docs)
@@ -509,23 +509,47 @@ class ValueColumn:
         """Per doc, the smallest and the largest fold rank of its values (-1 where it has none).
 
         Ascending sorts use the smallest value of an array, descending ones the largest; computed
-        once per write from the pairs, not per query.
+        from the pairs once, then extended by the pairs each write adds (a new value, which moves
+        the ranks, makes them again), not per query.
         """
         found = self._sort_ranks
-        if found is None:
+        if found is None or found[2] != self.count:
             with self._lock:
-                if self._sort_ranks is None:
-                    docs, value_ids = self.pairs()
-                    rank = self.fold_rank()[value_ids] if value_ids.size else np.empty(0, np.int64)
-                    size = self.first.data.size
-                    smallest = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
-                    largest = np.full(size, -1, dtype=np.int64)
-                    np.minimum.at(smallest, docs, rank)
-                    np.maximum.at(largest, docs, rank)
-                    smallest[largest < 0] = -1
-                    self._sort_ranks = (smallest, largest)
+                rank = self.fold_rank()  # a new fold rank forgets the sort ranks
                 found = self._sort_ranks
-        return found
+                if found is None:
+                    docs, value_ids = self.pairs()
+                    found = (*_rank_extremes(np.full(self.first.data.size, np.iinfo(np.int64).max, dtype=np.int64),
+                                             np.full(self.first.data.size, -1, dtype=np.int64), docs,
+                                             rank[value_ids] if value_ids.size else np.empty(0, np.int64)),
+                             self.count)
+                elif found[2] != self.count:
+                    found = self._extended_ranks(found, rank)
+                self._sort_ranks = found
+        return found[0], found[1]
+
+    def _extended_ranks(self, found: tuple[np.ndarray, np.ndarray, int], rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """The sort ranks with the pairs added since (new docs, no new value) taken in; copies,
+        as readers may hold the arrays."""
+        smallest, largest, covered = found
+        docs, value_ids = self.pairs_since(covered)
+        size = max(self.first.data.size, smallest.size)
+        grown_smallest = np.full(size, -1, dtype=np.int64)
+        grown_largest = np.full(size, -1, dtype=np.int64)
+        grown_smallest[:smallest.size] = smallest
+        grown_largest[:largest.size] = largest
+        grown_smallest[docs] = np.iinfo(np.int64).max  # new docs: no value before these
+        return (*_rank_extremes(grown_smallest, grown_largest, docs, rank[value_ids]), self.count)
+
+
+def _rank_extremes(smallest: np.ndarray, largest: np.ndarray, docs: np.ndarray, ranks: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Fold each pair's rank into its doc's smallest and largest (in place); docs left without
+    any value (largest still -1) get -1 as their smallest too."""
+    np.minimum.at(smallest, docs, ranks)
+    np.maximum.at(largest, docs, ranks)
+    smallest[largest < 0] = -1
+    return smallest, largest
 
 
 class FieldColumns:

@@ -19,7 +19,8 @@ Invariants:
   larger than any rounding, the unit-vector test settles only points well away from the circle's
   edge, and the haversine (or the exact polygon test) decides the rest.
 
-The spatial view (rebuilt lazily once per write, like ``NumericColumn.sorted_pairs``) orders the
+The spatial view (built lazily once, then extended by the points each write adds — new docs come
+after every old one — like ``NumericColumn.sorted_pairs``) orders the
 points by ``(latitude strip, longitude)``, strips being :data:`STRIP_DEGREES` high. A query's
 bounding box becomes, for each strip it touches, one or two longitude slices found by binary
 search on a single composite key, so the work is proportional to the points near the area.
@@ -202,8 +203,10 @@ class GeoColumn:
         lng = np.asarray(lng, dtype=np.float64)
         if not (docs.shape == lat.shape == lng.shape):
             raise ValueError("docs, lat and lng must have the same length")
-        self._flat = None
-        self._view = None
+        if self.docs and not int(docs.min()) > self.docs.max():
+            # A point replaced, or docs out of order: the views are made again, not extended.
+            self._flat = None
+            self._view = None
         top = int(docs.max()) + 1
         self._lat_by_doc.ensure(top)
         self._lng_by_doc.ensure(top)
@@ -215,16 +218,33 @@ class GeoColumn:
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(docs uint32, lat float64, lng float64) of every point, in doc order (degrees)."""
-        if self._flat is None:
-            docs = array_from_bitmap(self.docs)
-            self._flat = (docs, self._lat_by_doc.data[docs], self._lng_by_doc.data[docs])
-        return self._flat
+        flat = self._flat
+        if flat is None:
+            flat = self._points_after(-1)
+        elif flat[0].size != len(self.docs):
+            added = self._points_after(int(flat[0][-1]) if flat[0].size else -1)
+            flat = (np.concatenate((flat[0], added[0])), np.concatenate((flat[1], added[1])),
+                    np.concatenate((flat[2], added[2])))
+        self._flat = flat
+        return flat
+
+    def _points_after(self, last_doc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(docs, lat, lng) of the points of docs after ``last_doc``, in doc order."""
+        docs = self.docs
+        if last_doc >= 0 and docs:
+            docs = docs & BitMap(range(last_doc + 1, docs.max() + 1))
+        ids = array_from_bitmap(docs)
+        return ids, self._lat_by_doc.data[ids], self._lng_by_doc.data[ids]
 
     def _spatial(self) -> _SpatialView:
-        if self._view is None:
+        view = self._view
+        if view is None:
             docs, lat, lng = self.pairs()
-            self._view = _SpatialView(docs, lat, lng, self._lat_by_doc.data.size)
-        return self._view
+            view = _SpatialView(docs, lat, lng)
+        elif view.docs.size != len(self.docs):
+            view = view.extended(*self._points_after(view.last_doc))
+        self._view = view
+        return view
 
     def distances(self, docs: np.ndarray, lat: float, lng: float) -> np.ndarray:
         """Exact distances in metres from (lat, lng) to each doc's point; NaN where a doc has none.
@@ -379,25 +399,42 @@ def _bytes(array: np.ndarray) -> bytes:
     return np.ascontiguousarray(array).tobytes()
 
 
+def _keyed(lat: np.ndarray, lng: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Points' composite keys, their stable order and unit vectors (in the points' order)."""
+    key = _strip(lat) * _KEY_STRIDE + (lng + 180.0)
+    lat_rad, lng_rad = np.radians(lat), np.radians(lng)
+    cos_lat = np.cos(lat_rad)
+    return key, np.argsort(key, kind="stable"), cos_lat * np.cos(lng_rad), cos_lat * np.sin(lng_rad), np.sin(lat_rad)
+
+
 class _SpatialView:
     """The points ordered by (latitude strip, longitude), with a composite key for slicing, and
     their unit vectors (a chord length costs 3 multiplications, a haversine 4 transcendental calls).
     """
 
-    __slots__ = ("key", "docs", "lat", "lng", "x", "y", "z")
+    __slots__ = ("key", "docs", "lat", "lng", "x", "y", "z", "last_doc")
 
-    def __init__(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray, id_space: int) -> None:
-        key = _strip(lat) * _KEY_STRIDE + (lng + 180.0)
-        order = np.argsort(key, kind="stable")
+    def __init__(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray) -> None:
+        """The view of points given in doc order (ties of the key stay in doc order)."""
+        key, order, x, y, z = _keyed(lat, lng)
         self.key = key[order]
         self.docs = docs[order]
         self.lat = lat[order]
         self.lng = lng[order]
-        lat_rad, lng_rad = np.radians(self.lat), np.radians(self.lng)
-        cos_lat = np.cos(lat_rad)
-        self.x = cos_lat * np.cos(lng_rad)
-        self.y = cos_lat * np.sin(lng_rad)
-        self.z = np.sin(lat_rad)
+        self.x, self.y, self.z = x[order], y[order], z[order]
+        #: The last doc covered: points of later docs are merged in by :meth:`extended`.
+        self.last_doc = int(docs[-1]) if docs.size else -1
+
+    def extended(self, docs: np.ndarray, lat: np.ndarray, lng: np.ndarray) -> _SpatialView:
+        """This view with points of later docs (in doc order) merged in: each goes after the
+        points of an equal key, as the stable sort of all the points in doc order places it."""
+        key, order, x, y, z = _keyed(lat, lng)
+        at = np.searchsorted(self.key, key[order], side="right")
+        merged = object.__new__(_SpatialView)
+        for name, new in (("key", key), ("docs", docs), ("lat", lat), ("lng", lng), ("x", x), ("y", y), ("z", z)):
+            setattr(merged, name, np.insert(getattr(self, name), at, new[order]))
+        merged.last_doc = int(docs[-1]) if docs.size else self.last_doc
+        return merged
 
     def box_slices(self, lat_low: float, lat_high: float,
                    lng_intervals: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:

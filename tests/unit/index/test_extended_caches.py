@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from roarsearch.index import postings as postings_module
 from roarsearch.index.cache import IndexCache
 from roarsearch.index.columns import NumericColumn, ValueColumn
+from roarsearch.index.geo import GeoColumn
 from roarsearch.index.index import Index
 from roarsearch.index.postings import FieldPostings
 from roarsearch.index.state import index_from_state, index_to_state
@@ -134,7 +135,7 @@ def test_numeric_order_merged_with_each_write_equals_a_stable_sort(batches: list
 @given(batches=st.lists(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["a", "b", "A", "c", "d", "é"])),
                                  min_size=1, max_size=12), min_size=1, max_size=6),
        look_every=st.integers(1, 3))
-def test_value_view_merged_with_each_write_equals_a_fresh_one(batches: list[list[tuple[int, str]]], look_every: int) -> None:
+def test_value_views_merged_with_each_write_equal_fresh_ones(batches: list[list[tuple[int, str]]], look_every: int) -> None:
     column = ValueColumn()
     fresh = ValueColumn()
     next_doc = 0
@@ -146,11 +147,15 @@ def test_value_view_merged_with_each_write_equals_a_fresh_one(batches: list[list
         fresh.add(docs, fresh.intern_many(keys))
         next_doc += 4
         if number % look_every == 0:
-            column.value_docs(0)  # the view made now, extended by later writes
+            column.value_docs(0)  # the views made now, extended by later writes
+            column.sort_ranks()
     made = column._value_view()
     expected = ValueColumn._value_view(fresh)
     for got, want in zip(made, expected):
         assert np.array_equal(got, want)
+    size = fresh.first.data.size
+    for got, want in zip(column.sort_ranks(), fresh.sort_ranks()):
+        assert np.array_equal(got[:size], want) and (got[size:] == -1).all()
 
 
 def test_index_cache_extends_only_from_the_same_source() -> None:
@@ -191,3 +196,35 @@ def test_index_equality_range_and_facet_structures_follow_adds(reload: bool) -> 
         index.number_range("n", 3, True, 6, False)  # the second time: kept (then extended)
         first = 60 + 10 * step
         index.add_records([{"id": i, "cat": "red" if i % 4 == 0 else "blue", "n": i % 7} for i in range(first, first + 10)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(st.lists(st.tuples(st.sampled_from([-45.0, 0.0, 10.5, 48.85, 48.86, 89.9]),
+                                           st.sampled_from([-179.0, -0.1, 2.35, 2.36, 120.0])),
+                                 min_size=1, max_size=10), min_size=1, max_size=5),
+       look_every=st.integers(1, 3), replace=st.booleans())
+def test_geo_views_extended_by_each_write_equal_fresh_ones(batches: list[list[tuple[float, float]]], look_every: int,
+                                                           replace: bool) -> None:
+    column = GeoColumn()
+    points: dict[int, tuple[float, float]] = {}
+    next_doc = 0
+    for number, batch in enumerate(batches):
+        docs = np.arange(next_doc, next_doc + len(batch), dtype=np.uint32)
+        if replace and number == len(batches) - 1 and next_doc:
+            docs[0] = 0  # a point replaced: the views are made again
+        column.add(docs, np.array([lat for lat, _ in batch]), np.array([lng for _, lng in batch]))
+        points.update(zip(docs.tolist(), batch))
+        next_doc += len(batch)
+        if number % look_every == 0:
+            column.within_circle(48.85, 2.35, 5_000)  # the views made now, extended later
+    fresh = GeoColumn()
+    ordered = sorted(points)
+    fresh.add(np.array(ordered, dtype=np.uint32), np.array([points[doc][0] for doc in ordered]),
+              np.array([points[doc][1] for doc in ordered]))
+    for got, want in zip(column.pairs(), fresh.pairs()):
+        assert np.array_equal(got, want)
+    view, expected = column._spatial(), fresh._spatial()
+    for name in ("key", "docs", "lat", "lng", "x", "y", "z"):
+        assert np.array_equal(getattr(view, name), getattr(expected, name)), name
+    assert set(column.within_circle(48.85, 2.35, 5_000)) == {doc for doc, (lat, lng) in points.items()
+                                                            if abs(lat - 48.85) < 0.05 and abs(lng - 2.35) < 0.05}
