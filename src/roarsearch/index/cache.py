@@ -38,7 +38,7 @@ DEFAULT_CAPACITY = 4096
 class _Derived(NamedTuple):
     """The stamp of an entry derived from an append-only source (:meth:`IndexCache.extended`)."""
 
-    source: weakref.ref[object]
+    source: weakref.ref[object] | None
     size: Hashable
 
 
@@ -88,7 +88,7 @@ class IndexCache:
             if found is None:
                 return None
             stamp, cached = found
-            if not isinstance(stamp, _Derived) or stamp.source() is not source:
+            if not isinstance(stamp, _Derived) or (source is not None and (stamp.source is None or stamp.source() is not source)):
                 return None
             if stamp.size == size:
                 entries.move_to_end(key)  # type: ignore[union-attr]
@@ -99,8 +99,9 @@ class IndexCache:
 
     def put_derived(self, namespace: str, key: Hashable, source: object, size: Hashable, value: object,
                     capacity: int | None = None) -> None:
-        """Store ``value`` as derived from ``source`` at ``size`` (see :meth:`extended`)."""
-        self.put(namespace, key, _Derived(weakref.ref(source), size), value, capacity)
+        """Store ``value`` as derived from ``source`` at ``size`` (see :meth:`extended`); a source
+        of None: the index's own (its lexicon), told apart by ``size`` alone."""
+        self.put(namespace, key, _Derived(None if source is None else weakref.ref(source), size), value, capacity)
 
     def get(self, namespace: str, key: Hashable, stamp: Hashable) -> object | None:
         with self._lock:

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
+
 from roarsearch.analysis.analyzer import analyze
 from roarsearch.index.cache import IndexCache
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings
@@ -136,7 +139,8 @@ def plan_words(lexicon: LexiconLike, query: str, typo_tolerance: int,
 
     Expansions are kept in the index's ``cache`` when one is given: hot queries repeat, and
     expanding a word costs far more than looking it up. They depend only on the vocabulary,
-    which only grows, so the vocabulary's size is their stamp (a delete keeps them).
+    which only grows, so the vocabulary's size is their stamp (a delete keeps them), and one made
+    at a smaller size is extended by the terms added since rather than made again.
     """
     words = query_words(query, settings)
     synonyms = synonym_phrases(words, settings)
@@ -154,8 +158,12 @@ def plan_words(lexicon: LexiconLike, query: str, typo_tolerance: int,
         if cache is None:
             variants = _expand(lexicon, word, budget, is_prefix)
         else:
-            variants = cache.get_or_build("expansions", (word, budget, is_prefix), len(lexicon),
-                                          lambda: _expand(lexicon, word, budget, is_prefix), EXPANSION_CACHE_SIZE)  # noqa: B023 - called at once
+            # Kept while the vocabulary grows: terms added since are checked alone and merged in.
+            variants = cache.get_or_extend(
+                "expansions", (word, budget, is_prefix), None, len(lexicon),
+                lambda: _expand(lexicon, word, budget, is_prefix),  # noqa: B023 - called at once
+                lambda made, made_at: _merged(made, _expand_new(lexicon, word, budget, is_prefix, made_at)),  # noqa: B023
+                EXPANSION_CACHE_SIZE)
         phrases: list[tuple[int, ...]] = []
         for phrase in synonyms[position]:
             ids = [lexicon.id_of(part) for part in phrase]
@@ -187,6 +195,39 @@ def _expand(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool) -> tu
     return tuple(Variant(term_id, typos, exact, whole) for term_id, (typos, exact, whole) in best.items())
 
 
+def _expand_new(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool, first_new: int) -> tuple[Variant, ...]:
+    """:func:`_expand` over the terms of ids ``first_new`` on only (added since an expansion was
+    made): whether a term matches depends on that term alone, so these merge with the old ones.
+    The new terms are few (a write's), so each is compared with the word directly."""
+    best: dict[int, tuple[int, bool, bool]] = {}
+    exact_id = lexicon.id_of(word)
+    if exact_id is not None and exact_id >= first_new:
+        best[exact_id] = (0, True, True)
+    if budget:
+        matches = process.extract(word, lexicon.terms_since(first_new, len(lexicon)), scorer=OSA.distance,
+                                  score_cutoff=budget, limit=None)
+        for term_id, distance in sorted((first_new + index, int(distance)) for _, distance, index in matches):
+            if term_id not in best or distance < best[term_id][0]:
+                best[term_id] = (distance, term_id == exact_id, True)
+    if is_prefix and budget:
+        for term_id, distance in lexicon.prefix_candidates(word, budget):
+            if term_id >= first_new and distance and (term_id not in best or distance < best[term_id][0]):
+                best[term_id] = (distance, False, False)
+    return tuple(Variant(term_id, typos, exact, whole) for term_id, (typos, exact, whole) in best.items())
+
+
+def _merged(old: tuple[Variant, ...], new: tuple[Variant, ...]) -> tuple[Variant, ...]:
+    """Variants of old and new terms in the order one expansion of all of them gives: the word
+    itself, then typo'd terms by id, then longer terms by id (new ids follow old ones)."""
+    if not new:
+        return old
+    groups: tuple[list[Variant], list[Variant], list[Variant]] = ([], [], [])
+    for variants in (old, new):
+        for variant in variants:
+            groups[0 if variant.exact else 1 if variant.whole else 2].append(variant)
+    return tuple(groups[0] + groups[1] + groups[2])
+
+
 def resolve_search_fields(requested: tuple[str, ...], text_fields: list[str]) -> list[str]:
     """``*`` expands to every text field (first-seen order); named fields keep the request order."""
     resolved: list[str] = []
@@ -203,6 +244,7 @@ class LexiconLike(Protocol):  # the real class is index.lexicon.Lexicon
     def id_of(self, term: str) -> int | None: ...
     def typo_candidates(self, word: str, max_typos: int) -> list[tuple[int, int]]: ...
     def prefix_candidates(self, prefix: str, max_typos: int = 0) -> list[tuple[int, int]]: ...
+    def terms_since(self, first: int, last: int) -> list[str]: ...
 
 
 __all__ = ["Variant", "WordPlan", "allowed_typos", "plan_words", "query_words", "resolve_search_fields", "synonym_phrases"]

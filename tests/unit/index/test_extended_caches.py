@@ -18,13 +18,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roarsearch import Engine
 from roarsearch.index import postings as postings_module
 from roarsearch.index.cache import IndexCache
 from roarsearch.index.columns import NumericColumn, ValueColumn
 from roarsearch.index.geo import GeoColumn
 from roarsearch.index.index import Index
+from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
 from roarsearch.index.state import index_from_state, index_to_state
+from roarsearch.query import plan
 
 BATCHES = st.lists(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40)), min_size=1, max_size=30),
                    min_size=1, max_size=8)
@@ -228,3 +231,37 @@ def test_geo_views_extended_by_each_write_equal_fresh_ones(batches: list[list[tu
         assert np.array_equal(getattr(view, name), getattr(expected, name)), name
     assert set(column.within_circle(48.85, 2.35, 5_000)) == {doc for doc, (lat, lng) in points.items()
                                                             if abs(lat - 48.85) < 0.05 and abs(lng - 2.35) < 0.05}
+
+
+SPELLINGS = st.text(alphabet="abcdeéo", min_size=1, max_size=9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(terms=st.lists(SPELLINGS, min_size=1, max_size=40, unique=True), split=st.integers(0, 40),
+       word=SPELLINGS, budget=st.integers(0, 2), is_prefix=st.booleans())
+def test_an_expansion_extended_by_new_terms_equals_one_made_anew(terms: list[str], split: int, word: str, budget: int,
+                                                                 is_prefix: bool) -> None:
+    split = min(split, len(terms))
+    whole = Lexicon.from_terms(terms)
+    before = plan._expand(Lexicon.from_terms(terms[:split]), word, budget, is_prefix)
+    extended = plan._merged(before, plan._expand_new(whole, word, budget, is_prefix, split))
+    anew = plan._expand(whole, word, budget, is_prefix)
+    assert set(extended) == set(anew)
+    if budget == plan.allowed_typos(word, budget):  # the default 4/8 rules: the same order too
+        assert extended == anew
+
+
+def test_typo_matches_follow_the_vocabulary_across_writes() -> None:
+    engine = Engine()
+    engine.add_records("c", [{"id": 1, "t": "galaxy"}, {"id": 2, "t": "river"}])
+
+    def hits(query: str) -> list[int]:
+        return sorted(hit["id"] for hit in engine.search({"collection": "c", "query": query, "fields": ["id"]})["results"])
+
+    assert hits("galaxi ") == [1]  # the expansion made (and kept) now
+    engine.add_records("c", [{"id": 3, "t": "galaxo"}, {"id": 4, "t": "rover"}])  # new terms one typo away
+    assert hits("galaxi ") == [1, 3]
+    engine.add_records("c", [{"id": 5, "t": "galaxi"}])  # the word itself, new
+    assert hits("galaxi ") == [1, 3, 5]
+    engine.delete_records("c", [3])
+    assert hits("galaxi ") == [1, 5]
