@@ -9,6 +9,8 @@ new records (copies of loaded ones under new ids, as the load's writer sends), t
 (*first after the write*: every structure kept across searches that the write touched is brought up
 to date here), the mix again (*second*, as warm as the steady passes). Every first-after-write pass
 also checks that an empty query counts every record added so far (answers stay exact).
+``--new-words``: each written record also brings a word no record had, so every write grows the
+vocabulary (typo expansions are then brought up to date too).
 
 Reported: the batch's add time (median), per pass the total of its 160 searches (median over the
 steady passes, the first-after-write passes, the second passes), what the first pass after a write
@@ -17,7 +19,7 @@ the first-after-write passes beside the steady ones. Nothing is cached whole: th
 asked again, as a server's clients do.
 
 How to run: ``python -m benchmarks.after_write --records 1000000 [--writes 8] [--batch 1000]
-[--built DIR] [--json] [--out STEM]``
+[--built DIR] [--new-words] [--json] [--out STEM]``
 """
 
 from __future__ import annotations
@@ -52,11 +54,21 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def measure(data: str, records: list[dict[str, Any]], writes: int, batch: int, steady_passes: int) -> dict[str, Any]:
+def _with_new_words(batches: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """Each record's description given one word no record had (a made-up spelling of its id):
+    every write then grows the vocabulary, as real records do."""
+    return [[{**record, "description": f"{record.get('description') or ''} qz{record['id']:x}"} for record in batch]
+            for batch in batches]
+
+
+def measure(data: str, records: list[dict[str, Any]], writes: int, batch: int, steady_passes: int,
+            new_words: bool = False) -> dict[str, Any]:
     from roarsearch import Engine
 
     requests = [roarsearch_request(entry) for _, entry in mix_entries()]
     batches = writer_batches(records, writes, batch)
+    if new_words:
+        batches = _with_new_words(batches)
     with Engine(data) as engine:
         for _ in range(3):
             _pass(engine, requests)
@@ -93,7 +105,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"Command: `{result['command']}`. Machine: {result['machine']}. Date: {result['date']}. "
              f"Source: {result['source']}.", "",
              f"{result['records']:,} package records; {result['writes']} writes of {result['batch']:,} records "
-             f"(add: median {result['add_ms_median']} ms); the HTTP load's mix of {result['searches']} searches "
+             + ("(each with a word no record had) " if result.get("new_words") else "")
+             + f"(add: median {result['add_ms_median']} ms); the HTTP load's mix of {result['searches']} searches "
              "per pass.", "",
              "| pass of the mix | total ms (median) |", "|---|---:|",
              f"| steady (no write between) | {passes['steady']} |",
@@ -114,6 +127,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--steady", type=int, default=5, help="passes with no write between")
     parser.add_argument("--built", help="a roarsearch data directory of the same records, copied instead of building one")
+    parser.add_argument("--new-words", action="store_true", help="each written record brings a word no record had")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", help="write STEM.json and STEM.md")
     args = parser.parse_args()
@@ -134,7 +148,7 @@ def main() -> None:
             "command": "python -m benchmarks.after_write " + " ".join(sys.argv[1:]), "machine": _machine(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "source": _source(),
             "records": len(records), "writes": args.writes, "batch": args.batch, "searches": len(mix_entries()),
-            **measure(data, records, args.writes, args.batch, args.steady)}
+            "new_words": args.new_words, **measure(data, records, args.writes, args.batch, args.steady, args.new_words)}
     if args.out:
         with open(args.out + ".json", "w") as out:
             json.dump(result, out, indent=2)
