@@ -28,7 +28,6 @@ import argparse
 import gc
 import json
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -36,7 +35,15 @@ import time
 from typing import Any
 
 from benchmarks.datasets import iter_batches, jsonl_path
-from benchmarks.load import COLLECTION, _machine, _source, mix_entries, roarsearch_request, writer_batches
+from benchmarks.load import (
+    COLLECTION,
+    _machine,
+    _source,
+    build_collection,
+    mix_entries,
+    roarsearch_request,
+    writer_batches,
+)
 
 
 def _pass(engine: Any, requests: list[dict[str, Any]]) -> list[float]:
@@ -136,14 +143,7 @@ def main() -> None:
     gc.freeze()
     with tempfile.TemporaryDirectory() as folder:
         data = os.path.join(folder, "data")
-        if args.built:
-            shutil.copytree(args.built, data)
-        else:
-            from roarsearch import Engine
-
-            with Engine(data) as engine:
-                for start in range(0, len(records), 10_000):
-                    engine.add_records(COLLECTION, records[start:start + 10_000])
+        build_collection(records, data, args.built)
         result: dict[str, Any] = {
             "command": "python -m benchmarks.after_write " + " ".join(sys.argv[1:]), "machine": _machine(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "source": _source(),

@@ -316,18 +316,23 @@ def run_phases(kind: str, url: str, requests: list[tuple[str, str, str | None]],
 
 # ---------------------------------------------------------------------- engines
 
-def run_roarsearch(records: list[dict[str, Any]], mix: list[tuple[str, dict[str, Any]]], args: argparse.Namespace,
-                   folder: str) -> dict[str, Any]:
+def build_collection(records: list[dict[str, Any]], data: str, built: str | None = None) -> None:
+    """The records in a durable collection at ``data`` (batches of 10,000), or a copy of ``built``."""
+    if built:
+        shutil.copytree(built, data)
+        return
     from roarsearch import Engine
 
+    with Engine(data) as engine:
+        for start in range(0, len(records), 10_000):
+            engine.add_records(COLLECTION, records[start:start + 10_000])
+
+
+def run_roarsearch(records: list[dict[str, Any]], mix: list[tuple[str, dict[str, Any]]], args: argparse.Namespace,
+                   folder: str) -> dict[str, Any]:
     data = os.path.join(folder, "roarsearch")
     started = time.perf_counter()
-    if args.built:  # a copy: the writer phase adds to it
-        shutil.copytree(args.built, data)
-    else:
-        with Engine(data) as engine:
-            for start in range(0, len(records), 10_000):
-                engine.add_records(COLLECTION, records[start:start + 10_000])
+    build_collection(records, data, args.built)  # a copy of --built: the writer phase adds to it
     build_s = time.perf_counter() - started
     server, url = start_server(data, os.path.join(folder, "roarsearch.log"), workers=args.workers)
     try:

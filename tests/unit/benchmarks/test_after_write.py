@@ -31,9 +31,11 @@ def _built(path: Path, records: list[dict[str, Any]]) -> str:
     return data
 
 
-def test_measures_passes_after_each_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize("new_words", [False, True])
+def test_measures_passes_after_each_write(tmp_path: Path, new_words: bool) -> None:
     records = _records(300)
-    result = after_write.measure(_built(tmp_path, records), records, writes=2, batch=25, steady_passes=2)
+    result = after_write.measure(_built(tmp_path, records), records, writes=2, batch=25, steady_passes=2,
+                                 new_words=new_words)
     assert set(result["pass_ms"]) == {"steady", "first_after_write", "second_after_write"}
     assert all(value > 0 for value in result["pass_ms"].values())
     assert result["search_ms"]["first_after_write"]["max"] >= result["search_ms"]["first_after_write"]["p50"]
@@ -49,3 +51,9 @@ def test_a_write_that_is_not_counted_stops_the_run(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(after_write, "writer_batches", lambda loaded, count, size: [loaded[:size]] * count)
     with pytest.raises(RuntimeError, match="counts 100 records, not 110"):
         after_write.measure(data, records, writes=1, batch=10, steady_passes=1)
+
+
+def test_new_words_are_new_to_the_vocabulary() -> None:
+    batches = after_write._with_new_words(after_write.writer_batches(_records(50), 2, 5))
+    words = [record["description"].split()[-1] for batch in batches for record in batch]
+    assert len(set(words)) == 10 and not set(words) & set(WORDS)
