@@ -41,6 +41,10 @@ class _Derived(NamedTuple):
     source: weakref.ref[object] | None
     size: Hashable
 
+    def made_from(self) -> object | None:
+        """The source the entry was made from (None: the index's own, or one gone since)."""
+        return None if self.source is None else self.source()
+
 
 class IndexCache:
     """Namespaced, bounded, stamp-checked memo of values derived from one index."""
@@ -88,7 +92,7 @@ class IndexCache:
             if found is None:
                 return None
             stamp, cached = found
-            if not isinstance(stamp, _Derived) or (source is not None and (stamp.source is None or stamp.source() is not source)):
+            if not isinstance(stamp, _Derived) or stamp.made_from() is not source:
                 return None
             if stamp.size == size:
                 entries.move_to_end(key)  # type: ignore[union-attr]

@@ -120,11 +120,11 @@ class NumericColumn:
         #: Pairs so far (they are only ever appended).
         self.count = 0
         self._pairs = _Pairs(np.float64)
-        #: (values, docs) of the first ``_sorted[0].size`` pairs in value order: extended, not
-        #: rebuilt, when pairs are added (see :meth:`sorted_pairs`).
+        #: (values, docs) in value order, made from ``_order`` and extended with it (never kept
+        #: without it, nor covering other pairs than it).
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
         #: The stable value order of the first ``_order.size`` pairs (saved in snapshots: a load
-        #: gathers instead of sorting); extended like ``_sorted``.
+        #: gathers instead of sorting); each write's pairs are merged in (:meth:`_merge_added`).
         self._order: np.ndarray | None = None
         self.minimum = GrowableArray(np.float64, np.nan)
         # While no doc holds several values, a doc's min, max and first number are its one value:
@@ -191,59 +191,45 @@ class NumericColumn:
         found = self._sorted
         if found is None or found[0].size != self.count:
             with self._lock:
+                order = self.sort_order()  # extends ``_sorted`` too, when kept
                 found = self._sorted
                 if found is None:
                     docs, values = self.pairs()
-                    order = self.sort_order()
-                    found = (values[order], docs[order])
-                elif found[0].size != self.count:
-                    found = self._extended_sorted(found)
-                self._sorted = found
+                    found = self._sorted = (values[order], docs[order])
         return found
-
-    def _extended_sorted(self, found: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """``_sorted`` with the pairs added since merged in (and ``_order`` with them, when kept)."""
-        sorted_values, sorted_docs = found
-        covered = sorted_values.size
-        new_docs, new_values = self.pairs_since(covered)
-        if np.isnan(new_values).any():  # searchsorted cannot place NaN as argsort does: sort again
-            self._order = None
-            docs, values = self.pairs()
-            whole_order = self.sort_order()
-            return values[whole_order], docs[whole_order]
-        new_order = np.argsort(new_values, kind="stable")
-        order = self._order
-        if order is not None and order.size == covered:
-            indexes = np.arange(covered, covered + new_values.size, dtype=np.uint32)
-            merged_values, merged_docs, merged_order = _merge_sorted(
-                sorted_values, new_values, new_order, (sorted_values, new_values), (sorted_docs, new_docs),
-                (order, indexes))
-            self._order = merged_order
-        else:
-            merged_values, merged_docs = _merge_sorted(sorted_values, new_values, new_order,
-                                                       (sorted_values, new_values), (sorted_docs, new_docs))
-        return merged_values, merged_docs
 
     def sort_order(self) -> np.ndarray:
         """Indexes of ``pairs()`` in stable value order (uint32)."""
         order = self._order
         if order is None or order.size != self.count:
             with self._lock:
+                if self._order is not None and self._order.size != self.count:
+                    self._merge_added()
+                if self._order is None:
+                    _docs, values = self.pairs()
+                    self._order = np.argsort(values, kind="stable").astype(np.uint32)
                 order = self._order
-                if order is not None and order.size != self.count:
-                    covered = order.size
-                    _docs, values = self.pairs()
-                    new_values = values[covered:]
-                    if np.isnan(new_values).any():
-                        order = None
-                    else:
-                        order = _merge_sorted(values[order], new_values, np.argsort(new_values, kind="stable"),
-                                              (order, np.arange(covered, values.size, dtype=np.uint32)))[0]
-                if order is None:
-                    _docs, values = self.pairs()
-                    order = np.argsort(values, kind="stable").astype(np.uint32)
-                self._order = order
         return order
+
+    def _merge_added(self) -> None:
+        """Merge the pairs added since into ``_order`` and, when kept, ``_sorted`` (which then
+        covers the same pairs): the new pairs sorted alone, not the whole column again."""
+        order, found = self._order, self._sorted
+        assert order is not None
+        covered = order.size
+        new_docs, new_values = self.pairs_since(covered)
+        if np.isnan(new_values).any():  # searchsorted cannot place NaN as argsort does: sort again
+            self._order = self._sorted = None
+            return
+        old_values = found[0] if found is not None else self.pairs()[1][order]
+        new_order = np.argsort(new_values, kind="stable")
+        indexes = np.arange(covered, self.count, dtype=np.uint32)
+        if found is None:
+            (self._order,) = _merge_sorted(old_values, new_values, new_order, (order, indexes))
+        else:
+            self._order, values, docs = _merge_sorted(old_values, new_values, new_order, (order, indexes),
+                                                      (found[0], new_values), (found[1], new_docs))
+            self._sorted = (values, docs)
 
     def known_sort_order(self) -> np.ndarray | None:
         """:meth:`sort_order` if it covers every pair, else None (not computed here)."""

@@ -311,8 +311,7 @@ class Index:
         def extend(found: AbstractBitMap, made_at: int) -> AbstractBitMap:
             docs, value_ids = values.pairs_since(made_at)
             wanted = values.folded_ids(folded)
-            hit = value_ids == wanted[0] if len(wanted) == 1 else np.isin(value_ids, wanted)
-            return FrozenBitMap(found | bitmap_from_array(docs[hit])) if hit.any() else found
+            return _with_docs(found, docs[value_ids == wanted[0] if len(wanted) == 1 else np.isin(value_ids, wanted)])
 
         # A value's docs are the postings of a keyword field: built once (a bitmap costs per doc,
         # tens of microseconds per thousand), then extended by the docs each write adds.
@@ -337,8 +336,7 @@ class Index:
 
         def extend(found: AbstractBitMap, made_at: int) -> AbstractBitMap:
             docs, values = numeric.pairs_since(made_at)
-            inside = values_in_range(values, low, low_inclusive, high, high_inclusive)
-            return FrozenBitMap(found | bitmap_from_array(docs[inside])) if inside.any() else found
+            return _with_docs(found, docs[values_in_range(values, low, low_inclusive, high, high_inclusive)])
 
         # Kept and extended by the docs each write adds (the range's docs before it are the same).
         cached = self.cache.extended("number_range", key, numeric, numeric.count, extend, RANGE_CACHE_SIZE)
@@ -358,6 +356,11 @@ class Index:
             return self.alive
         columns = self.columns.get(field)
         return EMPTY if columns is None else columns.exists
+
+
+def _with_docs(found: AbstractBitMap, docs: np.ndarray) -> AbstractBitMap:
+    """A kept doc set with the docs a write added to it (itself when none)."""
+    return FrozenBitMap(found | bitmap_from_array(docs)) if docs.size else found
 
 
 def values_at(value: Any, parts: list[str], found: list[Any]) -> None:

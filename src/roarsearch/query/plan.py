@@ -162,7 +162,7 @@ def plan_words(lexicon: LexiconLike, query: str, typo_tolerance: int,
             variants = cache.get_or_extend(
                 "expansions", (word, budget, is_prefix), None, len(lexicon),
                 lambda: _expand(lexicon, word, budget, is_prefix),  # noqa: B023 - called at once
-                lambda made, made_at: _merged(made, _expand_new(lexicon, word, budget, is_prefix, made_at)),  # noqa: B023
+                lambda made, made_at: _merged(made, _expand(lexicon, word, budget, is_prefix, made_at)),  # noqa: B023
                 EXPANSION_CACHE_SIZE)
         phrases: list[tuple[int, ...]] = []
         for phrase in synonyms[position]:
@@ -177,43 +177,33 @@ def plan_words(lexicon: LexiconLike, query: str, typo_tolerance: int,
 EXPANSION_CACHE_SIZE = 4096
 
 
-def _expand(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool) -> tuple[Variant, ...]:
-    """Every term ``word`` may match within ``budget`` typos, with its cost."""
-    best: dict[int, tuple[int, bool, bool]] = {}
-    exact_id = lexicon.id_of(word)
-    if exact_id is not None:
-        best[exact_id] = (0, True, True)
-    if budget:
-        for term_id, distance in lexicon.typo_candidates(word, budget):
-            if term_id not in best or distance < best[term_id][0]:
-                best[term_id] = (distance, term_id == exact_id, True)
-    if is_prefix and budget:
-        # Distance-0 prefix matches are covered by ``prefix``; keep only the typo'd ones here.
-        for term_id, distance in lexicon.prefix_candidates(word, budget):
-            if distance and (term_id not in best or distance < best[term_id][0]):
-                best[term_id] = (distance, False, False)
-    return tuple(Variant(term_id, typos, exact, whole) for term_id, (typos, exact, whole) in best.items())
-
-
-def _expand_new(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool, first_new: int) -> tuple[Variant, ...]:
-    """:func:`_expand` over the terms of ids ``first_new`` on only (added since an expansion was
-    made): whether a term matches depends on that term alone, so these merge with the old ones.
-    The new terms are few (a write's), so each is compared with the word directly."""
+def _expand(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool, first_new: int = 0) -> tuple[Variant, ...]:
+    """Every term ``word`` may match within ``budget`` typos, with its cost. ``first_new``: only
+    the terms of that id on (those added since an expansion was made, compared with the word
+    directly: a write's few): whether a term matches depends on that term alone, so they merge
+    with the old ones (:func:`_merged`)."""
     best: dict[int, tuple[int, bool, bool]] = {}
     exact_id = lexicon.id_of(word)
     if exact_id is not None and exact_id >= first_new:
         best[exact_id] = (0, True, True)
     if budget:
-        matches = process.extract(word, lexicon.terms_since(first_new, len(lexicon)), scorer=OSA.distance,
-                                  score_cutoff=budget, limit=None)
-        for term_id, distance in sorted((first_new + index, int(distance)) for _, distance, index in matches):
+        for term_id, distance in (_new_typo_candidates(lexicon, word, budget, first_new) if first_new
+                                  else lexicon.typo_candidates(word, budget)):
             if term_id not in best or distance < best[term_id][0]:
                 best[term_id] = (distance, term_id == exact_id, True)
     if is_prefix and budget:
+        # Distance-0 prefix matches are covered by ``prefix``; keep only the typo'd ones here.
         for term_id, distance in lexicon.prefix_candidates(word, budget):
             if term_id >= first_new and distance and (term_id not in best or distance < best[term_id][0]):
                 best[term_id] = (distance, False, False)
     return tuple(Variant(term_id, typos, exact, whole) for term_id, (typos, exact, whole) in best.items())
+
+
+def _new_typo_candidates(lexicon: LexiconLike, word: str, budget: int, first_new: int) -> list[tuple[int, int]]:
+    """(term id, distance) of the terms from ``first_new`` on within ``budget`` of ``word``, by id."""
+    matches = process.extract(word, lexicon.terms_since(first_new, len(lexicon)), scorer=OSA.distance,
+                              score_cutoff=budget, limit=None)
+    return sorted((first_new + index, int(distance)) for _, distance, index in matches)
 
 
 def _merged(old: tuple[Variant, ...], new: tuple[Variant, ...]) -> tuple[Variant, ...]:

@@ -244,7 +244,7 @@ def test_an_expansion_extended_by_new_terms_equals_one_made_anew(terms: list[str
     split = min(split, len(terms))
     whole = Lexicon.from_terms(terms)
     before = plan._expand(Lexicon.from_terms(terms[:split]), word, budget, is_prefix)
-    extended = plan._merged(before, plan._expand_new(whole, word, budget, is_prefix, split))
+    extended = plan._merged(before, plan._expand(whole, word, budget, is_prefix, split))
     anew = plan._expand(whole, word, budget, is_prefix)
     assert set(extended) == set(anew)
     if budget == plan.allowed_typos(word, budget):  # the default 4/8 rules: the same order too
