@@ -13,8 +13,10 @@ Invariants:
   an unexpected exception is logged with a request id and answered 500 with that id only;
 - :data:`ROUTES` is the one list of (path, method) the service serves: the router, the 405 answers
   (with ``Allow``) and the OpenAPI test all read it;
-- engine calls run in a few worker threads (:data:`ENGINE_THREADS`), never on the event loop, so
-  concurrent searches do not queue behind one another and ``/health`` answers during a long write;
+- engine calls run in a few worker threads (:data:`ENGINE_THREADS`), so that ``/health`` answers
+  during a long write and a long search does not hold short ones behind it; the one exception is
+  a search of a shape this worker has run before in less than a switch interval of CPU, which runs
+  on the event loop (:mod:`roarsearch.server.placement`);
 - engines open before the first request and close (durably) after the last in-flight one.
 """
 
@@ -24,6 +26,7 @@ import functools
 import logging
 import os
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -58,6 +61,7 @@ from roarsearch.errors import (
 from roarsearch.server.auth import KeyRing
 from roarsearch.server.config import ServerConfig
 from roarsearch.server.openapi import openapi_document
+from roarsearch.server.placement import SearchPlacement, search_shape
 from roarsearch.server.wire import (
     THREAD_DECODE_BYTES,
     JSONResponse,
@@ -139,6 +143,8 @@ class Service:
         #: With several workers, this one's number (0: the writer), sent by ``/health`` as ``X-Roarsearch-Worker``.
         self.worker = worker
         self._write_limiter: anyio.CapacityLimiter | None = None
+        #: Which searches run on the event loop (:class:`~roarsearch.server.placement.SearchPlacement`).
+        self.placement = SearchPlacement()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -413,10 +419,13 @@ class FastSearch:
     itself (a browser's request with ``Origin``, a 413 that needs the streamed body refused, a
     body orjson refuses) goes to the routed handler or the standard decoder.
 
-    The search still runs in a worker thread: run on the event loop, one at a time, a 30 ms search
-    held every short one behind it (measured on the issue-18 mix, 2 workers: p99 467 ms on the loop,
-    189 ms in threads). Searches go on while a write runs in this process (the write has its own
-    thread, and holds searches out only while it commits its prepared batch).
+    A search runs on the event loop when searches of its shape have run here before, each in less
+    than a switch interval of CPU; otherwise in a worker thread (:mod:`roarsearch.server.placement`).
+    All on the loop, one long search held every short one behind it (an earlier engine's 30 ms
+    searches, issue-18 mix, 2 workers: p99 467 ms on the loop, 189 ms in threads); all in threads,
+    the hand-offs cost about a fifth of a short search's time over HTTP. Searches go on while a
+    write runs in this process (the write has its own thread, and holds searches out only while it
+    commits its prepared batch).
     """
 
     def __init__(self, app: ASGIApp, service: Service) -> None:
@@ -456,7 +465,14 @@ class FastSearch:
             engine = service.engines[service.app_of(headers.get(b"host", b"").decode("latin-1"))]
             if isinstance(engine, FollowerEngine) and engine.stale():
                 await service.call(engine.catch_up)
-            result = await service.call(engine.search, body)
+            shape = search_shape(body)
+            if service.placement.on_loop(shape):  # short and seen before: no thread hand-offs
+                started = time.thread_time()
+                result = engine.search(body)
+                service.placement.note(shape, time.thread_time() - started)
+            else:
+                result, cpu_s = await service.call(timed_search, engine, body)
+                service.placement.note(shape, cpu_s)
             content = orjson_or_json(result)
             status = 200
             if service.balancer is not None and service.balancer.shed():
@@ -472,6 +488,13 @@ class FastSearch:
             log.exception("request %s POST /v2 failed", request_id)
             status, content = 500, orjson.dumps(InternalError(f"internal error, request id {request_id}").to_dict())
         await send_json(send, status, content)
+
+
+def timed_search(engine: Engine, body: Any) -> tuple[dict[str, Any], float]:
+    """``engine.search(body)`` and the CPU seconds it took (run in a worker thread)."""
+    started = time.thread_time()
+    result = engine.search(body)
+    return result, time.thread_time() - started
 
 
 async def send_json(send: Send, status: int, content: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
