@@ -2,8 +2,8 @@
 
 Owns: that choice, request by request (:class:`SearchPlacement`). A search run on the event loop
 skips two thread hand-offs (a queue, a wake-up and the GIL passed over, then back): on the issue-18
-mix, 2 workers, 100k packages, searches/s rose from ~3,200 to ~4,200 and the read-only p99 fell from
-~25 to ~17 ms. But while it runs nothing else on its worker does, whereas beside a search in a
+mix, 2 workers, 100k packages, about 7 % more searches/s read-only and 13 % more with a writer
+(docs/benchmarks.md, HTTP load, session 20). But while it runs nothing else on its worker does, whereas beside a search in a
 thread the loop keeps answering (the GIL changes hands every switch interval). So a search runs on
 the loop only when this worker has already run searches of the same *shape* — the request without
 its words: collection, fields, filter, facets, sort, page, typo tolerance, and how many words — and
