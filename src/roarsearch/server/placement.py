@@ -3,19 +3,20 @@
 Owns: that choice, request by request (:class:`SearchPlacement`). A search run on the event loop
 skips two thread hand-offs (a queue, a wake-up and the GIL passed over, then back): on the issue-18
 mix, 2 workers, 100k packages, about 7 % more searches/s read-only and 13 % more with a writer
-(docs/benchmarks.md, HTTP load, session 20). But while it runs nothing else on its worker does, whereas beside a search in a
-thread the loop keeps answering (the GIL changes hands every switch interval). So a search runs on
-the loop only when this worker has already run searches of the same *shape* — the request without
-its words: collection, fields, filter, facets, sort, page, typo tolerance, and how many words — and
-they took less than one switch interval of CPU each (the longest a thread holds the GIL anyway);
-the first of a shape (it may build something on demand: a field's values, a sort order) and
-shapes that have run long go to a thread.
+(docs/benchmarks.md, HTTP load, session 20). But while it runs nothing else on its worker does,
+whereas beside a search in a thread the loop keeps answering (the GIL changes hands every switch
+interval). So a search runs on the loop only when this worker has already run searches of the
+same *shape* (:func:`search_shape`: the request without its words) and they took less than one
+switch interval of CPU on average (the longest a thread holds the GIL anyway); the first of a
+shape (it may build something on demand: a field's values, a sort order) and shapes that have run
+long go to a thread.
 
 Invariants:
 - the decision reads only the request and what this worker measured; it never changes an answer;
 - CPU time (``time.thread_time``) is what is measured, in either place: a thread's wait for the GIL
   does not make a shape look slow;
-- the table of shapes is bounded (least recently used dropped first).
+- the table of shapes is bounded (least recently used dropped first);
+- used from the event loop only (a search run in a thread is noted once it is back on the loop).
 
 Callers: ``server.app.FastSearch``.
 """
@@ -23,7 +24,6 @@ Callers: ``server.app.FastSearch``.
 from __future__ import annotations
 
 import sys
-import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -41,9 +41,10 @@ PREFIX_COUNTED = 5
 
 
 def search_shape(body: Any) -> bytes | None:
-    """What decides a search's cost besides its words: the body without its query, plus how many
-    words the query has and how long its last word is when that is a prefix; None when the body is not a JSON
-    object orjson can encode (the search then answers with its 400, wherever it runs)."""
+    """What decides a search's cost besides its words: the body without its query (collection,
+    fields, filter, facets, sort, page, typo tolerance...), plus how many words the query has and
+    how long its last word is when that is a prefix; None when the body is not a JSON object
+    orjson can encode (the search then answers with its 400, wherever it runs)."""
     if type(body) is not dict:
         return None
     query = body.get("query")
@@ -70,7 +71,6 @@ class SearchPlacement:
         self.limit_s = sys.getswitchinterval() if limit_s is None else limit_s
         self.kept = kept
         self._mean_s: OrderedDict[bytes, float] = OrderedDict()
-        self._lock = threading.Lock()  # noted from worker threads as well as the loop
 
     def on_loop(self, shape: bytes | None) -> bool:
         """Whether a search of ``shape`` runs on the event loop: seen before, and short."""
@@ -83,9 +83,8 @@ class SearchPlacement:
         """Record that a search of ``shape`` took ``cpu_s`` seconds of CPU."""
         if shape is None:
             return
-        with self._lock:
-            mean = self._mean_s.get(shape)
-            self._mean_s[shape] = cpu_s if mean is None else mean + NEWEST_WEIGHT * (cpu_s - mean)
-            self._mean_s.move_to_end(shape)
-            if len(self._mean_s) > self.kept:
-                self._mean_s.popitem(last=False)
+        mean = self._mean_s.get(shape)
+        self._mean_s[shape] = cpu_s if mean is None else mean + NEWEST_WEIGHT * (cpu_s - mean)
+        self._mean_s.move_to_end(shape)
+        if len(self._mean_s) > self.kept:
+            self._mean_s.popitem(last=False)
