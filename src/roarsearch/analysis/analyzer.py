@@ -238,8 +238,15 @@ def _number_by_keys(spaced: bytes, seen: dict[bytes, int], numbering: Iterator[i
              for start, end in zip(starts[long].tolist(), ends[long].tolist())),
             dtype=np.uint64, count=long.size)
     key = first * _MIX[0] ^ second * _MIX[1] ^ long_code * _MIX[2]
-    order = np.argsort(key)
-    sorted_key = key[order]
+    # One plain sort of the keys with each token's index in their low bits, about twice as fast
+    # as an argsort: the index's bits are taken from the key, and tokens whose remaining key bits
+    # agree are told apart below like any other collision.
+    index_bits = max(1, (count_tokens - 1).bit_length())
+    low_bits = np.uint64((1 << index_bits) - 1)
+    packed = (key & ~low_bits) | np.arange(count_tokens, dtype=np.uint64)
+    packed.sort()
+    order = (packed & low_bits).astype(np.intp)
+    sorted_key = packed >> np.uint64(index_bits)
     same_key = sorted_key[1:] == sorted_key[:-1]
     # A token of at most 16 bytes is its two words (its bytes, zero-padded: no token holds a
     # zero byte), a longer one its dict code (0 for the others): equal parts, equal tokens. In
@@ -251,18 +258,31 @@ def _number_by_keys(spaced: bytes, seen: dict[bytes, int], numbering: Iterator[i
                 return None  # two different tokens share a mixed key
     group_starts = np.flatnonzero(np.concatenate(([True], ~same_key)))
     group_sizes = np.diff(np.append(group_starts, count_tokens))
-    # Each group's first token in text order: the token its term is read from.
-    first_token = np.minimum.reduceat(order, group_starts)
+    # Each group's first token in text order (equal keys are in index order): the token its term
+    # is read from.
+    first_token = order[group_starts]
     # Terms in order of first appearance, as numbering token by token gives them.
     appearance = np.argsort(first_token)
-    distinct = [spaced[start:end] for start, end in zip(starts[first_token[appearance]].tolist(),
-                                                        ends[first_token[appearance]].tolist())]
+    distinct = _gathered(chars, starts[first_token[appearance]], lengths[first_token[appearance]])
     codes_by_group = np.empty(group_starts.size, dtype=np.int32)
     codes_by_group[appearance] = np.fromiter(map(seen.setdefault, distinct, numbering), dtype=np.int32,
                                              count=len(distinct))
     raw = np.empty(count_tokens, dtype=np.int32)
     raw[order] = np.repeat(codes_by_group, group_sizes)
     return raw, value_index, position
+
+
+def _gathered(chars: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+    """The tokens at ``starts`` (of ``lengths`` bytes) of ``chars`` as bytes objects: gathered into
+    one space-separated buffer and split in C (no token holds a space), not sliced one by one."""
+    if not starts.size:
+        return []
+    spans = lengths + 1  # each token and the space after it
+    offsets = np.cumsum(spans) - spans
+    gather = np.repeat(starts - offsets, spans) + np.arange(int(spans.sum()), dtype=np.int64)
+    buffer = chars[np.minimum(gather, chars.size - 1)]
+    buffer[offsets + lengths] = 32
+    return buffer[:-1].tobytes().split(b" ")
 
 
 #: A field's analysed tokens grouped by term (:func:`group_by_term`): its distinct terms in order of
