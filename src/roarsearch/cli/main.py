@@ -362,7 +362,7 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
         return 1
     run_dir = prepare_run_dir(config, paths, args.host, sock.getsockname()[1], workers)
     balancer = Balancer(os.path.join(run_dir, BALANCE_FILE), 0, workers, create=True)
-    publisher = Publisher(run_dir, engines)
+    publisher = Publisher(run_dir, engines, workers)
     private = unix_socket(os.path.join(run_dir, "writer.sock"))
     failure: list[str] = []
     holder: list[Any] = []
@@ -397,7 +397,8 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
                 return
             await super().startup(sockets=sockets)
 
-    server = WriterServer(uvicorn.Config(create_app(config, engines, publish=publisher.publish, worker=0, balancer=balancer),
+    server = WriterServer(uvicorn.Config(create_app(config, engines, publish=publisher.publish,
+                                                    readers_applied=publisher.readers_applied, worker=0, balancer=balancer),
                                          lifespan="on",
                                          log_level="warning", access_log=False, timeout_graceful_shutdown=None))
     balancer.connections = server.server_state.connections

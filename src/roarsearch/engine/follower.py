@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from roarsearch.engine.collection import Collection
@@ -43,7 +44,8 @@ class _BoardMoved(Exception):
 class FollowerEngine(Engine):
     """``FollowerEngine(path, board)``: the collections of ``path`` as of the board's last commit."""
 
-    def __init__(self, path: str | os.PathLike[str], board: CommitBoard, *, filesystem: FileSystem | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], board: CommitBoard, *, filesystem: FileSystem | None = None,
+                 on_applied: Callable[[int], None] | None = None) -> None:
         super().__init__()  # in memory: no directory lock, no store (nothing is written from here)
         self.path = self.data_path = os.path.abspath(os.fspath(path))
         self.board = board
@@ -54,6 +56,9 @@ class FollowerEngine(Engine):
         self._applied_seqs: dict[str, int] = {}
         self._drops: int | None = None
         self._catching_up = threading.Lock()
+        #: Called with the board version just applied, after every catch-up (the server tells the
+        #: writer, which waits for its readers before it answers a write).
+        self.on_applied = on_applied
         self.catch_up()
 
     def behind(self) -> bool:
@@ -77,9 +82,12 @@ class FollowerEngine(Engine):
         with self._catching_up:
             while True:
                 try:
-                    return self._catch_up()
+                    version = self._catch_up()
                 except _BoardMoved:  # the files changed under a board already replaced: read it again
                     continue
+                if self.on_applied is not None:
+                    self.on_applied(version)
+                return version
 
     def _catch_up(self) -> int:
         # Everything durable is applied, acknowledged or not: batches announced as soon as they

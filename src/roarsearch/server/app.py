@@ -73,7 +73,7 @@ from roarsearch.server.wire import (
     read_body,
     read_json,
 )
-from roarsearch.server.workers import Balancer, forward
+from roarsearch.server.workers import CATCH_UP_WAIT_S, READERS_POLL_S, READERS_WAIT_S, Balancer, forward
 
 log = logging.getLogger("roarsearch.server")
 
@@ -128,7 +128,8 @@ class Service:
     """The engines of the served applications and the request handlers."""
 
     def __init__(self, config: ServerConfig, engines: Mapping[str, Engine] | None = None, *,
-                 writer_socket: str | None = None, publish: Callable[..., None] | None = None,
+                 writer_socket: str | None = None, publish: Callable[..., int] | None = None,
+                 readers_applied: Callable[[str], bool] | None = None,
                  worker: int | None = None, balancer: Balancer | None = None) -> None:
         self.config = config
         #: With several workers: evens out their connections (see :class:`~roarsearch.server.workers.Balancer`).
@@ -138,8 +139,12 @@ class Service:
         self._limiter: anyio.CapacityLimiter | None = None
         #: A reader worker's: writes are forwarded to the writer listening on this Unix socket.
         self.writer_socket = writer_socket
-        #: The writer's (with readers): ``publish(app, dropped=False)`` after each write, before the answer.
+        #: The writer's (with readers): ``publish(app, dropped=False)`` after each write, before the
+        #: answer; returns the board version published.
         self.publish = publish
+        #: The writer's (with readers): ``readers_applied(app)``, whether every reader has applied
+        #: the writes announced as logged.
+        self.readers_applied = readers_applied
         #: With several workers, this one's number (0: the writer), sent by ``/health`` as ``X-Roarsearch-Worker``.
         self.worker = worker
         self._write_limiter: anyio.CapacityLimiter | None = None
@@ -198,26 +203,51 @@ class Service:
         has acknowledged (docs/service.md, "Workers": read-your-writes on every worker)."""
         engine = self.engines[self.app_for(request)]
         if isinstance(engine, FollowerEngine) and engine.stale():
-            await self.call(engine.catch_up)
+            await self.caught_up(engine)
         return engine
 
+    async def caught_up(self, engine: FollowerEngine) -> None:
+        """Return once a reader worker's ``engine`` has applied every write the writer acknowledged.
+        Its follow thread applies them (one catch-up for every read waiting, none of which takes
+        a thread: sixteen reads each handing a catch-up to a thread, four at a time, waited up to
+        66 ms); a read still waiting after :data:`CATCH_UP_WAIT_S` applies them itself."""
+        deadline = time.monotonic() + CATCH_UP_WAIT_S
+        while engine.stale():
+            if time.monotonic() >= deadline:
+                await self.call(engine.catch_up)
+                return
+            await anyio.sleep(READERS_POLL_S)
+
     async def write(self, request: Request, method: Callable[..., Any], *args: Any, dropped: bool = False) -> Any:
-        """Run a write on the writer; with readers, publish its log position before answering."""
+        """Run a write on the writer; with readers, publish its log position before answering, once
+        the readers have applied it (:meth:`wait_for_readers`)."""
         app = self.app_for(request)
         publish = self.publish
         if publish is None:
             return await self.call_write(method, *args)
 
-        def write_and_publish() -> Any:
+        def write_only() -> Any:
             try:
-                result = method(*args)
+                return method(*args)
             except BaseException:
                 publish(app)  # a failed batch changed nothing, but a snapshot may have been taken
                 raise
-            publish(app, dropped=dropped)
-            return result
 
-        return await self.call_write(write_and_publish)
+        result = await self.call_write(write_only)
+        await self.wait_for_readers(app)
+        publish(app, dropped=dropped)  # the acknowledgement: readers hold reads until they have it
+        return result
+
+    async def wait_for_readers(self, app: str) -> None:
+        """Before a write is acknowledged: wait (on the loop, at most :data:`READERS_WAIT_S`) until
+        every reader has applied what the writer announced as logged, so that reads reaching them
+        once it is acknowledged find nothing left to apply (``server.workers.ReaderProgress``)."""
+        readers_applied = self.readers_applied
+        if readers_applied is None:
+            return
+        deadline = time.monotonic() + READERS_WAIT_S
+        while not readers_applied(app) and time.monotonic() < deadline:
+            await anyio.sleep(READERS_POLL_S)
 
     async def forward(self, request: Request) -> Response:
         """A reader worker's write: the same request, sent to the writer; its answer, unchanged."""
@@ -464,7 +494,7 @@ class FastSearch:
                 body = decode_json(raw)
             engine = service.engines[service.app_of(headers.get(b"host", b"").decode("latin-1"))]
             if isinstance(engine, FollowerEngine) and engine.stale():
-                await service.call(engine.catch_up)
+                await service.caught_up(engine)
             shape = search_shape(body)
             if service.placement.on_loop(shape):  # short and seen before: no thread hand-offs
                 started = time.thread_time()
@@ -526,8 +556,8 @@ class JSONCORSMiddleware(CORSMiddleware):
 
 
 def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None, *, writer_socket: str | None = None,
-               publish: Callable[..., None] | None = None, worker: int | None = None,
-               balancer: Balancer | None = None) -> Starlette:
+               publish: Callable[..., int] | None = None, readers_applied: Callable[[str], bool] | None = None,
+               worker: int | None = None, balancer: Balancer | None = None) -> Starlette:
     """The ASGI application.
 
     Args:
@@ -537,12 +567,16 @@ def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None
             at shutdown. Applications without one get ``Engine(config.app_path(app))`` at startup.
         writer_socket: a reader worker's (``serve --workers N``): its engines are followers and its
             writes are forwarded to the writer on this Unix socket.
-        publish: the writer's, with readers: called with the application after each write.
+        publish: the writer's, with readers: called with the application after each write;
+            returns the board version published.
+        readers_applied: the writer's, with readers: whether every reader has applied the
+            writes announced as logged (a write's acknowledgement waits for it, briefly).
         worker: with several workers, this one's number (0: the writer), named by ``/health``.
         balancer: with several workers, this one's share of the connections (searches on the short
             path may close theirs to even them out).
     """
-    service = Service(config, engines, writer_socket=writer_socket, publish=publish, worker=worker, balancer=balancer)
+    service = Service(config, engines, writer_socket=writer_socket, publish=publish, readers_applied=readers_applied,
+                      worker=worker, balancer=balancer)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

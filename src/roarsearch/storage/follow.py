@@ -170,10 +170,10 @@ class CommitBoard:
         counter: int = BOARD_HEADER.unpack_from(self._map, 0)[0]
         return counter
 
-    def publish(self, collections: Mapping[str, int], drops: int, logged: Mapping[str, int] | None = None) -> None:
+    def publish(self, collections: Mapping[str, int], drops: int, logged: Mapping[str, int] | None = None) -> int:
         """``collections``: each collection's last acknowledged batch; ``logged``: its last batch
         durable in the log, perhaps not acknowledged yet (readers may apply it early; default:
-        the acknowledged ones)."""
+        the acknowledged ones). Returns the version published."""
         body = msgpack.packb({"collections": dict(collections), "drops": drops,
                               "logged": dict(collections if logged is None else logged)}, use_bin_type=True)
         if BOARD_HEADER.size + len(body) > BOARD_BYTES:
@@ -185,6 +185,7 @@ class CommitBoard:
             self._map[BOARD_HEADER.size:BOARD_HEADER.size + len(body)] = body
             struct.pack_into("<I", self._map, 8, len(body))
             struct.pack_into("<Q", self._map, 0, counter + 2)
+        return counter + 2
 
     def read(self) -> tuple[int, dict[str, int], int]:
         """``(version, {collection: committed seq}, drops)``; version 0: nothing published yet."""
