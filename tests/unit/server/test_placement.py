@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from roarsearch import Engine
 from roarsearch.server.app import create_app
 from roarsearch.server.config import ServerConfig
 from roarsearch.server.placement import SearchPlacement, search_shape
+from tests.unit.server.conftest import app_client
 
 
 def test_shape_is_the_request_without_its_words() -> None:
@@ -69,11 +69,6 @@ def test_the_table_is_bounded() -> None:
     assert not placement.on_loop(second)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_the_app_runs_seen_short_searches_on_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = Engine(tmp_path / "data")
@@ -93,18 +88,16 @@ async def test_the_app_runs_seen_short_searches_on_the_loop(tmp_path: Path, monk
 
     monkeypatch.setattr(engine, "search", recording_search)
     headers = {"Authorization": "Bearer admin"}
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-            answers = []
-            for query in ("red ", "blue ", "shoes ", "red shoes "):
-                response = await client.post("/v2", json={"collection": "c", "query": query}, headers=headers)
-                assert response.status_code == 200
-                answers.append([hit["id"] for hit in response.json()["results"]])
-            for query in ("red ", "blue ", "shoes "):
-                response = await client.post("/v2", json={"collection": "c", "query": query, "count": 7}, headers=headers)
-                assert response.status_code == 200
-                answers.append([hit["id"] for hit in response.json()["results"]])
+    async with app_client(app) as client:
+        answers = []
+        for query in ("red ", "blue ", "shoes ", "red shoes "):
+            response = await client.post("/v2", json={"collection": "c", "query": query}, headers=headers)
+            assert response.status_code == 200
+            answers.append([hit["id"] for hit in response.json()["results"]])
+        for query in ("red ", "blue ", "shoes "):
+            response = await client.post("/v2", json={"collection": "c", "query": query, "count": 7}, headers=headers)
+            assert response.status_code == 200
+            answers.append([hit["id"] for hit in response.json()["results"]])
     assert on_loop == [("red ", False), ("blue ", True), ("shoes ", True), ("red shoes ", False),
                        ("red ", False), ("blue ", False), ("shoes ", False)]
     assert answers == [[1], [2], [1, 2], [1], [1], [2], [1, 2]]

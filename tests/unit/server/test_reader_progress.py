@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from roarsearch import Engine
@@ -26,6 +25,7 @@ from roarsearch.server.app import create_app
 from roarsearch.server.config import ServerConfig
 from roarsearch.server.workers import Publisher, ReaderProgress, applied_path, board_path
 from roarsearch.storage.follow import CommitBoard
+from tests.unit.server.conftest import app_client
 
 
 def test_every_reader_must_have_applied_the_version(tmp_path: Path) -> None:
@@ -64,11 +64,6 @@ def test_a_follower_reports_what_it_applied(tmp_path: Path) -> None:
     publisher.close()
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_a_write_is_acknowledged_once_the_readers_applied_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = Engine(tmp_path / "data")
@@ -85,26 +80,25 @@ async def test_a_write_is_acknowledged_once_the_readers_applied_it(tmp_path: Pat
 
     app = create_app(ServerConfig(admin_keys=("admin",)), {"default": engine}, publish=publish, readers_applied=readers_applied)
     headers = {"Authorization": "Bearer admin"}
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
-            answer = await client.post("/v2/collections/c/records", json=[{"id": 1, "title": "a"}], headers=headers)
-            assert answer.status_code == 201
-            # polled until the readers had it, then published (acknowledged), then answered
-            assert events == ["check default"] * 5 + ["publish default"]
+    async with app_client(app) as client:
+        answer = await client.post("/v2/collections/c/records", json=[{"id": 1, "title": "a"}], headers=headers)
+        assert answer.status_code == 201
+        # polled until the readers had it, then published (acknowledged), then answered
+        assert events == ["check default"] * 5 + ["publish default"]
 
-            events.clear()
-            ready_after["checks"] = 10**9  # readers that never catch up: acknowledged after the bound
-            monkeypatch.setattr(app_module, "READERS_WAIT_S", 0.05)
-            started = time.monotonic()
-            answer = await client.post("/v2/collections/c/records", json=[{"id": 2, "title": "b"}], headers=headers)
-            assert answer.status_code == 201 and 0.05 <= time.monotonic() - started < 5
-            assert events[-1] == "publish default" and set(events[:-1]) == {"check default"}
+        events.clear()
+        ready_after["checks"] = 10**9  # readers that never catch up: acknowledged after the bound
+        monkeypatch.setattr(app_module, "READERS_WAIT_S", 0.05)
+        started = time.monotonic()
+        answer = await client.post("/v2/collections/c/records", json=[{"id": 2, "title": "b"}], headers=headers)
+        assert answer.status_code == 201 and 0.05 <= time.monotonic() - started < 5
+        assert events[-1] == "publish default" and set(events[:-1]) == {"check default"}
 
-            events.clear()
-            answer = await client.post("/v2/collections/c/records", json=[{"title": "no id"}], headers=headers)
-            assert answer.status_code == 400 and events == ["publish default"]  # a failed write: no wait
-            results: Any = engine.search({"collection": "c"})["results"]
-            assert sorted(hit["id"] for hit in results) == [1, 2]
+        events.clear()
+        answer = await client.post("/v2/collections/c/records", json=[{"title": "no id"}], headers=headers)
+        assert answer.status_code == 400 and events == ["publish default"]  # a failed write: no wait
+        results: Any = engine.search({"collection": "c"})["results"]
+        assert sorted(hit["id"] for hit in results) == [1, 2]
 
 
 @pytest.mark.anyio
@@ -119,11 +113,10 @@ async def test_a_read_on_a_stale_reader_sees_every_acknowledged_write(tmp_path: 
     assert follower.stale()
     monkeypatch.setattr(app_module, "CATCH_UP_WAIT_S", 0.02)
     app = create_app(ServerConfig(admin_keys=("admin",)), {"default": follower})
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
-            started = time.monotonic()
-            answer = await client.post("/v2", json={"collection": "c", "query": "red"}, headers={"Authorization": "Bearer admin"})
-            assert time.monotonic() - started >= 0.02
-            assert sorted(hit["id"] for hit in answer.json()["results"]) == [1, 2]
+    async with app_client(app) as client:
+        started = time.monotonic()
+        answer = await client.post("/v2", json={"collection": "c", "query": "red"}, headers={"Authorization": "Bearer admin"})
+        assert time.monotonic() - started >= 0.02
+        assert sorted(hit["id"] for hit in answer.json()["results"]) == [1, 2]
     writer.close()
     publisher.close()
