@@ -128,7 +128,7 @@ class Service:
     """The engines of the served applications and the request handlers."""
 
     def __init__(self, config: ServerConfig, engines: Mapping[str, Engine] | None = None, *,
-                 writer_socket: str | None = None, publish: Callable[..., int] | None = None,
+                 writer_socket: str | None = None, publish: Callable[..., None] | None = None,
                  readers_applied: Callable[[str], bool] | None = None,
                  worker: int | None = None, balancer: Balancer | None = None) -> None:
         self.config = config
@@ -139,8 +139,7 @@ class Service:
         self._limiter: anyio.CapacityLimiter | None = None
         #: A reader worker's: writes are forwarded to the writer listening on this Unix socket.
         self.writer_socket = writer_socket
-        #: The writer's (with readers): ``publish(app, dropped=False)`` after each write, before the
-        #: answer; returns the board version published.
+        #: The writer's (with readers): ``publish(app, dropped=False)`` after each write, before the answer.
         self.publish = publish
         #: The writer's (with readers): ``readers_applied(app)``, whether every reader has applied
         #: the writes announced as logged.
@@ -211,12 +210,8 @@ class Service:
         Its follow thread applies them (one catch-up for every read waiting, none of which takes
         a thread: sixteen reads each handing a catch-up to a thread, four at a time, waited up to
         66 ms); a read still waiting after :data:`CATCH_UP_WAIT_S` applies them itself."""
-        deadline = time.monotonic() + CATCH_UP_WAIT_S
-        while engine.stale():
-            if time.monotonic() >= deadline:
-                await self.call(engine.catch_up)
-                return
-            await anyio.sleep(READERS_POLL_S)
+        if not await polled(lambda: not engine.stale(), CATCH_UP_WAIT_S):
+            await self.call(engine.catch_up)
 
     async def write(self, request: Request, method: Callable[..., Any], *args: Any, dropped: bool = False) -> Any:
         """Run a write on the writer; with readers, publish its log position before answering, once
@@ -243,11 +238,8 @@ class Service:
         every reader has applied what the writer announced as logged, so that reads reaching them
         once it is acknowledged find nothing left to apply (``server.workers.ReaderProgress``)."""
         readers_applied = self.readers_applied
-        if readers_applied is None:
-            return
-        deadline = time.monotonic() + READERS_WAIT_S
-        while not readers_applied(app) and time.monotonic() < deadline:
-            await anyio.sleep(READERS_POLL_S)
+        if readers_applied is not None:
+            await polled(lambda: readers_applied(app), READERS_WAIT_S)
 
     async def forward(self, request: Request) -> Response:
         """A reader worker's write: the same request, sent to the writer; its answer, unchanged."""
@@ -497,12 +489,10 @@ class FastSearch:
                 await service.caught_up(engine)
             shape = search_shape(body)
             if service.placement.on_loop(shape):  # short and seen before: no thread hand-offs
-                started = time.thread_time()
-                result = engine.search(body)
-                service.placement.note(shape, time.thread_time() - started)
+                result, cpu_s = timed_search(engine, body)
             else:
                 result, cpu_s = await service.call(timed_search, engine, body)
-                service.placement.note(shape, cpu_s)
+            service.placement.note(shape, cpu_s)
             content = orjson_or_json(result)
             status = 200
             if service.balancer is not None and service.balancer.shed():
@@ -521,10 +511,21 @@ class FastSearch:
 
 
 def timed_search(engine: Engine, body: Any) -> tuple[dict[str, Any], float]:
-    """``engine.search(body)`` and the CPU seconds it took (run in a worker thread)."""
+    """``engine.search(body)`` and the CPU seconds it took (on the loop or in a worker thread)."""
     started = time.thread_time()
     result = engine.search(body)
     return result, time.thread_time() - started
+
+
+async def polled(done: Callable[[], bool], seconds: float) -> bool:
+    """Whether ``done()`` came true within ``seconds``, asked every :data:`READERS_POLL_S` on the
+    event loop (waits between workers: a shared file, no thread of its own)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        await anyio.sleep(READERS_POLL_S)
+    return True
 
 
 async def send_json(send: Send, status: int, content: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -556,7 +557,7 @@ class JSONCORSMiddleware(CORSMiddleware):
 
 
 def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None, *, writer_socket: str | None = None,
-               publish: Callable[..., int] | None = None, readers_applied: Callable[[str], bool] | None = None,
+               publish: Callable[..., None] | None = None, readers_applied: Callable[[str], bool] | None = None,
                worker: int | None = None, balancer: Balancer | None = None) -> Starlette:
     """The ASGI application.
 
@@ -567,8 +568,7 @@ def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None
             at shutdown. Applications without one get ``Engine(config.app_path(app))`` at startup.
         writer_socket: a reader worker's (``serve --workers N``): its engines are followers and its
             writes are forwarded to the writer on this Unix socket.
-        publish: the writer's, with readers: called with the application after each write;
-            returns the board version published.
+        publish: the writer's, with readers: called with the application after each write.
         readers_applied: the writer's, with readers: whether every reader has applied the
             writes announced as logged (a write's acknowledgement waits for it, briefly).
         worker: with several workers, this one's number (0: the writer), named by ``/health``.

@@ -188,7 +188,7 @@ class Publisher:
     """The writer's boards: one per application, published after every write, and as soon as a
     batch is durable in the log (:meth:`publish_logged`) so that readers apply it meanwhile."""
 
-    def __init__(self, run_dir: str, engines: Mapping[str, Engine], workers: int = 2) -> None:
+    def __init__(self, run_dir: str, engines: Mapping[str, Engine], workers: int) -> None:
         self.engines = dict(engines)
         self.boards = {app: CommitBoard(board_path(run_dir, app), create=True) for app in engines}
         self.progress = {app: ReaderProgress(applied_path(run_dir, app), workers, create=True) for app in engines}
@@ -202,9 +202,8 @@ class Publisher:
         for app in engines:
             self.publish(app)
 
-    def publish(self, app: str, *, dropped: bool = False) -> int:
-        """Publish ``app``'s committed positions (after a write; ``dropped`` after a collection
-        drop); returns the board version published."""
+    def publish(self, app: str, *, dropped: bool = False) -> None:
+        """Publish ``app``'s committed positions (after a write; ``dropped`` after a collection drop)."""
         engine = self.engines[app]
         positions = committed_positions(engine)
         with engine._collections_lock:
@@ -219,7 +218,7 @@ class Publisher:
             # A batch logged since the positions were read stays announced.
             self.logged[app] = {name: max(seq, earlier.get(name, 0)) for name, seq in positions.items()}
             self.committed[app] = positions
-            return self.boards[app].publish(positions, self.drops[app], self.logged[app])
+            self.boards[app].publish(positions, self.drops[app], self.logged[app])
 
     def readers_applied(self, app: str) -> bool:
         """Whether every reader has applied the batches of ``app`` announced as logged so far (see

@@ -206,7 +206,7 @@ def test_logged_batches_are_applied_early_and_reads_do_not_wait_for_them(pair: P
 def test_publisher_announces_a_batch_before_the_writer_applies_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = Engine(tmp_path / "data")
     engine.add_records("c", records(0, 2))
-    publisher = Publisher(str(tmp_path), {"app": engine})
+    publisher = Publisher(str(tmp_path), {"app": engine}, workers=2)
     reader = CommitBoard(board_path(str(tmp_path), "app"))
     seen: list[tuple[dict[str, int], dict[str, int]]] = []
     commit = writer_module.commit_add

@@ -70,9 +70,8 @@ async def test_a_write_is_acknowledged_once_the_readers_applied_it(tmp_path: Pat
     events: list[str] = []
     ready_after = {"checks": 5}
 
-    def publish(app: str, dropped: bool = False) -> int:
+    def publish(app: str, dropped: bool = False) -> None:
         events.append(f"publish {app}")
-        return len(events)
 
     def readers_applied(app: str) -> bool:
         events.append(f"check {app}")
