@@ -1,7 +1,7 @@
 """Text normalisation: Unicode compatibility folding, accent folding and case folding.
 
 Owns: turning any text into the comparable form that both indexing and querying use. Pure
-functions over ``str``; imports no other roarsearch module.
+functions over ``str``; imports no other roarsearch module (numpy for long texts).
 
 Invariant: ``fold(fold(x)) == fold(x)`` and the function is applied identically at index and query
 time, so a word matches itself whatever its case, accents or compatibility form ("ﬂexibility",
@@ -15,6 +15,8 @@ import sys
 import unicodedata
 from functools import lru_cache
 
+import numpy as np
+
 
 def _ranges_pattern(codepoints: list[int]) -> str:
     ranges: list[str] = []
@@ -27,12 +29,20 @@ def _ranges_pattern(codepoints: list[int]) -> str:
     return "[" + "".join(ranges) + "]+"
 
 
-#: Runs of combining marks (accents, diacritics), deleted after NFKD decomposition. A regular
-#: expression over code point ranges scans text several times faster than ``str.translate``
-#: with a dictionary.
-_COMBINING_MARKS = re.compile(
-    _ranges_pattern([c for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c))])
-)
+_MARK_CODEPOINTS = [c for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c))]
+#: Runs of combining marks (accents, diacritics), deleted after NFKD decomposition: for short
+#: texts (queries, single values). A regular expression over code point ranges scans text several
+#: times faster than ``str.translate`` with a dictionary...
+_COMBINING_MARKS = re.compile(_ranges_pattern(_MARK_CODEPOINTS))
+#: ... and a lookup table over the text's code points (as a numpy array) 10-30 times faster than
+#: the expression for long ones (a batch's joined values: ~100 ns a character through the
+#: expression's 300-odd ranges). Indexed by code point; the last entry, False, stands for every
+#: code point past the last mark.
+_IS_MARK = np.zeros(_MARK_CODEPOINTS[-1] + 2, dtype=bool)
+_IS_MARK[_MARK_CODEPOINTS] = True
+#: From this many characters on, marks are stripped through the table (numpy's per-call cost
+#: outweighs the expression's below).
+_TABLE_MIN_CHARS = 256
 
 #: Letters that NFKD does not decompose but that users type without their stroke or ligature.
 _EXTRA_FOLDS = str.maketrans({"ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "ß": "ss",
@@ -46,10 +56,24 @@ def fold(text: str) -> str:
     >>> fold("Ŝtraße ﬂexible Ærø")
     'strasse flexible aero'
     """
-    stripped = _COMBINING_MARKS.sub("", unicodedata.normalize("NFKD", text))
+    stripped = _without_marks(unicodedata.normalize("NFKD", text))
     if _HAS_EXTRA_FOLD.search(stripped):
         stripped = stripped.translate(_EXTRA_FOLDS)
     return stripped.casefold()
+
+
+def _without_marks(decomposed: str) -> str:
+    """``decomposed`` with its combining marks deleted."""
+    if decomposed.isascii():
+        return decomposed
+    if len(decomposed) < _TABLE_MIN_CHARS:
+        return _COMBINING_MARKS.sub("", decomposed)
+    # surrogatepass: a lone surrogate (never a mark) goes through as itself.
+    codes = np.frombuffer(decomposed.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    is_mark = _IS_MARK[np.minimum(codes, _IS_MARK.size - 1)]
+    if not is_mark.any():
+        return decomposed
+    return codes[~is_mark].tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @lru_cache(maxsize=65536)

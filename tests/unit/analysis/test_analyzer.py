@@ -1,6 +1,8 @@
 """This module tests the following properties:
 
-- folding removes case, accents and compatibility forms (ligatures, full-width) in every script;
+- folding removes case, accents and compatibility forms (ligatures, full-width) in every script,
+  and long texts (through a table of marks) lose exactly the marks short ones (through a regular
+  expression) do;
 - words split on anything that is not a letter or digit; ideographs are one token each;
 - the batch forms (analyze_many, analyze_batch) equal the single form on arbitrary text;
 - the ASCII fast paths (a byte table) split as the general path (fold, then the word pattern) does;
@@ -19,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import roarsearch.analysis.analyzer as analyzer_module
+import roarsearch.analysis.normalize as normalize_module
 from roarsearch.analysis.analyzer import analyze, analyze_batch, analyze_batch_terms, analyze_many, group_by_term
 from roarsearch.analysis.normalize import fold, fold_many
 from roarsearch.analysis.tokenize import split_words
@@ -29,6 +32,23 @@ def test_fold_case_accents_ligatures() -> None:
     assert fold("ＡＢＣ１２３") == "abc123"
     assert fold("Москва́") == "москва"
     assert fold("e\u0301cole") == "ecole"
+
+
+def test_long_texts_fold_as_short_ones() -> None:
+    long_text = "Ŝtraße ﬂexible Ærø école Москва́ " * 20  # past the table's threshold
+    assert len(long_text) >= normalize_module._TABLE_MIN_CHARS
+    assert fold(long_text) == "strasse flexible aero ecole москва " * 20
+
+
+#: Marks of several blocks (Latin, Cyrillic, Hebrew, Devanagari, the last mark of all), letters
+#: around them, a lone surrogate, and code points past the table's end.
+MARKED = st.text(alphabet=st.sampled_from("ae\u0301\u0308\u0483\u05b0\u093c\U0001e94a\U0001e94b東\ud800\U0010fffd é"),
+                 min_size=256, max_size=700)
+
+
+@given(MARKED)
+def test_marks_stripped_alike_by_table_and_expression(text: str) -> None:
+    assert normalize_module._without_marks(text) == normalize_module._COMBINING_MARKS.sub("", text)
 
 
 def test_split_words_all_scripts() -> None:
