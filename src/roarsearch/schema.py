@@ -13,8 +13,9 @@ index in the batch and the field.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterator
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from typing import Any, NamedTuple
 
 import msgpack
@@ -169,14 +170,20 @@ def validate_records(records: Any) -> list[dict[str, Any]]:
 _PLAIN_KINDS = frozenset((str, bool, type(None)))
 
 
+#: A field's array elements: those of all its arrays, in record order, and their set of types.
+ArrayElements = tuple[list[Any], set[type]]
+
+
 class RecordColumns(NamedTuple):
     """A batch of records field by field, read once for validation and again for indexing: each
     field name (in first-seen order), its values in record order (None where a record lacks the
-    field), and each field's set of types."""
+    field), each field's set of types, and, for a field that holds arrays, their elements
+    (validation checks their types and indexing takes them: read once, not once each)."""
 
     keys: list[Any]
     values: list[list[Any]]
     kinds: list[set[type]]
+    elements: list[ArrayElements | None]
 
 
 def record_columns(batch: list[Any]) -> RecordColumns | None:
@@ -185,7 +192,15 @@ def record_columns(batch: list[Any]) -> RecordColumns | None:
         return None
     keys = list(dict.fromkeys(chain.from_iterable(batch)))
     values = [list(map(dict.get, batch, repeat(key))) for key in keys]
-    return RecordColumns(keys, values, [set(map(type, column)) for column in values])
+    kinds = [set(map(type, column)) for column in values]
+    return RecordColumns(keys, values, kinds, [_array_elements(column) if list in column_kinds else None
+                                               for column, column_kinds in zip(values, kinds)])
+
+
+def _array_elements(column: list[Any]) -> ArrayElements:
+    arrays = compress(column, map(operator.is_, map(type, column), repeat(list)))
+    elements = list(chain.from_iterable(arrays))
+    return elements, set(map(type, elements))
 
 
 class ValidatedBatch(NamedTuple):
@@ -239,7 +254,7 @@ def _valid_by_columns(columns: RecordColumns) -> bool:
     problem, or accepts what this does not handle (nested objects, arrays of numbers, locations)."""
     if "id" not in columns.keys or GEO_FIELD in columns.keys or not all(type(key) is str and key for key in columns.keys):
         return False
-    for key, values, kinds in zip(columns.keys, columns.values, columns.kinds):
+    for key, values, kinds, elements in zip(columns.keys, columns.values, columns.kinds, columns.elements):
         if key == "id":
             if kinds == {int}:
                 if not INT64_MIN <= min(values) <= max(values) <= INT64_MAX:
@@ -257,10 +272,8 @@ def _valid_by_columns(columns: RecordColumns) -> bool:
             floats = values if kinds == {float} else [value for value in values if type(value) is float]
             if not np.isfinite(np.asarray(floats, dtype=np.float64)).all():
                 return False
-        if list in kinds:
-            arrays = [value for value in values if type(value) is list]
-            if not set(map(type, chain.from_iterable(arrays))) <= {str}:
-                return False
+        if elements is not None and not elements[1] <= {str}:
+            return False
     return True
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from itertools import chain, compress, repeat
 from typing import TYPE_CHECKING, Any
 
@@ -376,19 +376,17 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_
             return None
     # Each field's values (None where a record lacks it) and their kinds, once: validation, the
     # shape check and the collection below all read them.
-    keys, columns, column_kinds = by_column
-    for values, field_kinds in zip(columns, column_kinds):
+    keys, columns, column_kinds, column_elements = by_column
+    for field_kinds, elements in zip(column_kinds, column_elements):
         if not field_kinds <= _FLAT_KINDS:
             return None
-        if list in field_kinds:
-            arrays: Iterator[list[Any]] = compress(values, map(operator.is_, map(type, values), repeat(list)))
-            if not set(map(type, chain.from_iterable(arrays))).isdisjoint(_NESTED_KINDS):
-                return None
+        if elements is not None and not elements[1].isdisjoint(_NESTED_KINDS):
+            return None
     count = len(records)
     docs = new_docs
     by_field: dict[str, _BatchFields] = {}
     first_text_at: list[tuple[int, int, str]] = []  # (record, key position, field): the order of ``*``
-    for key, values, field_kinds in zip(keys, columns, column_kinds):
+    for key, values, field_kinds, elements in zip(keys, columns, column_kinds, column_elements):
         if key == "id":
             continue
         fields = by_field[key] = _BatchFields(value_fields.keeps(key))
@@ -414,11 +412,11 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_
             fields.present = fields.number_docs = docs[held]
             fields.numbers = np.asarray(values if held.all() else list(compress(values, held)), dtype=np.float64)
             continue
-        if field_kinds <= _LIST_OR_NONE:
+        if field_kinds <= _LIST_OR_NONE and elements is not None:
             held = _held(values, list, field_kinds, count)
             lists: list[list[Any]] = list(compress(values, held))
-            texts = list(chain.from_iterable(lists))
-            if set(map(type, texts)) <= _TEXT_ONLY:  # arrays of strings (tags): taken whole too
+            texts, element_kinds = elements
+            if element_kinds <= _TEXT_ONLY:  # arrays of strings (tags): taken whole too
                 lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
                 held_docs = docs[held][lengths > 0]
                 if not held_docs.size:
@@ -443,11 +441,11 @@ def _collect_columns(records: list[dict[str, Any]], new_docs: np.ndarray, value_
             if value is None:
                 continue
             if type(value) is list:
-                elements = [element for element in value if element is not None]
-                if not elements:
+                held_elements = [element for element in value if element is not None]
+                if not held_elements:
                     continue
                 fields.present.append(doc)
-                for element_index, element in enumerate(elements):
+                for element_index, element in enumerate(held_elements):
                     _add_leaf(fields, key, doc, element_index, element, first_texts)
             else:
                 fields.present.append(doc)
