@@ -5,11 +5,22 @@ the heap of each thread that made them; the add pipeline runs three) for later a
 than returning it, so resident memory grows with fragmentation well beyond what is live: after
 200,000 package records, 443 MB resident of which ``malloc_trim`` gave back 97 MB. It hands whole
 free pages back to the kernel. Without glibc (musl, macOS, Windows) this does nothing.
+
+Also owns the mappings roarsearch makes (snapshot files, spilled records, lazily inflated token
+columns): :func:`kept_mapping` keeps each referenced here, and :func:`unmap_unused` unmaps those
+nothing else refers to any more, at points chosen for it. Left to itself, a mapping is unmapped
+by whichever release drops its last view, and ``munmap`` runs with the GIL released: inside
+compiled code that releases an attribute's old value *before* storing the new one (mypyc's
+order), another thread then ran while the attribute still named the object being torn down,
+and read freed memory (a settle of a field's chunks beside searches crashed the compiled build).
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
+import sys
+import threading
 from collections.abc import Callable
 
 
@@ -30,3 +41,86 @@ def release_free_memory() -> None:
     """Return the heap's free pages to the system (a few milliseconds; call after big writes)."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
+
+
+
+def _count_held_by_one_list() -> int:
+    """``sys.getrefcount`` of an object referenced only by a list slot, read as the sweep reads it
+    (the count of the call's own argument differs between Python versions)."""
+    probe = [object()]
+    return sys.getrefcount(probe[0])
+
+
+class KeptMappings:
+    """The mappings roarsearch made, each referenced here until nothing else refers to it."""
+
+    #: How long after a swap of big structures the delayed sweep runs: readers that held the old
+    #: ones (one search each) are done by then.
+    SWEEP_DELAY_S = 0.5
+    _ONLY_KEPT = _count_held_by_one_list()
+
+    def __init__(self) -> None:
+        self._mappings: list[mmap.mmap] = []
+        self._lock = threading.Lock()
+        #: The delayed sweep while one is scheduled (one at a time, see :meth:`unmap_unused_soon`).
+        self.timer: threading.Timer | None = None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._mappings)
+
+    def keep(self, mapping: mmap.mmap) -> mmap.mmap:
+        with self._lock:
+            self._mappings.append(mapping)
+        return mapping
+
+    def unmap_unused(self) -> int:
+        with self._lock:
+            kept = self._mappings
+            unused = [kept[index] for index in range(len(kept)) if sys.getrefcount(kept[index]) <= self._ONLY_KEPT]
+            if not unused:
+                return 0
+            self._mappings = [mapping for mapping in kept if all(mapping is not gone for gone in unused)]
+        for mapping in unused:
+            try:
+                mapping.close()
+            except BufferError:  # a view appeared meanwhile (cannot: nothing else referred to it)
+                self.keep(mapping)
+        return len(unused)
+
+    def unmap_unused_soon(self) -> None:
+        self.unmap_unused()
+        with self._lock:
+            if self.timer is not None or not self._mappings:
+                return
+            timer = self.timer = threading.Timer(self.SWEEP_DELAY_S, self._delayed_sweep)
+        timer.daemon = True
+        timer.start()
+
+    def _delayed_sweep(self) -> None:
+        with self._lock:
+            self.timer = None
+        self.unmap_unused()
+
+
+#: Every mapping roarsearch made and has not unmapped yet (one per process).
+MAPPINGS = KeptMappings()
+
+
+def kept_mapping(mapping: mmap.mmap) -> mmap.mmap:
+    """``mapping``, kept referenced until :func:`unmap_unused` finds it unused: dropping its last
+    view then never unmaps it (nor releases the GIL) in the middle of someone else's code."""
+    return MAPPINGS.keep(mapping)
+
+
+def unmap_unused() -> int:
+    """Unmap the kept mappings that nothing else refers to (no view, no array over them); the
+    number unmapped. Costs one reference count read per kept mapping. Call it where no
+    structure is half replaced: after a swap, not inside one."""
+    return MAPPINGS.unmap_unused()
+
+
+def unmap_unused_soon() -> None:
+    """:func:`unmap_unused` now and again ``KeptMappings.SWEEP_DELAY_S`` later (one delayed sweep
+    however many ask): after a swap, the old structures go when their last reader is done."""
+    MAPPINGS.unmap_unused_soon()

@@ -36,7 +36,7 @@ from roarsearch.index.index import Index
 from roarsearch.index.postings import merges_held
 from roarsearch.index.state import adopt_saved_payloads, index_to_state, saved_payloads
 from roarsearch.index.writer import CollectedAdd, PreparedAdd
-from roarsearch.memory import release_free_memory
+from roarsearch.memory import release_free_memory, unmap_unused_soon
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
 from roarsearch.query.fields import field_warnings, held_fields
 from roarsearch.query.request import SearchRequest
@@ -318,6 +318,7 @@ class Collection:
                 log.warning("collection %s: snapshot failed, batches stay in the write-ahead log: %s", self.name, error.data)
         if payload["op"] == "add" and len(payload["records"]) >= RELEASE_MEMORY_RECORDS:
             release_free_memory()  # the batch's temporary arrays, freed in three threads' heaps
+        unmap_unused_soon()  # mappings whose views the batch replaced (merged chunks, spilled parts)
         return result
 
     def _log(self, payload: dict[str, Any], records: tuple[str, list[bytes]] | None) -> None:
@@ -382,6 +383,7 @@ class Collection:
             self.store.spill.restart()  # every part kept there is now read from the snapshot
         del state, saved
         release_free_memory()  # the packed state's buffers
+        unmap_unused_soon()  # the spill file's regions, and an older snapshot's mapping, now unread
 
     # ------------------------------------------------------------------ search (caller holds lock.reading)
 

@@ -31,6 +31,7 @@ from roarsearch.index.bitmaps import array_from_bitmap
 from roarsearch.index.docstore import id_sort_key
 from roarsearch.index.integrity import compare_indexes, rebuild_index
 from roarsearch.index.state import index_from_state
+from roarsearch.memory import unmap_unused, unmap_unused_soon
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import settings_from_dict
@@ -160,6 +161,7 @@ class Engine:
         finally:
             if self._directory is not None:
                 self._directory.close()
+            unmap_unused()
 
     def __enter__(self) -> Engine:
         return self
@@ -232,6 +234,7 @@ class Engine:
                 if target.store is not None:
                     target.store.spill.close()
                 del self._collections[collection_id]
+        unmap_unused_soon()  # its mappings, once searches still reading it are done
         return {"status": 200}
 
     # ------------------------------------------------------------------ settings

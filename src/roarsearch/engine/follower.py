@@ -27,6 +27,7 @@ from roarsearch.engine.collection import Collection
 from roarsearch.engine.engine import Engine
 from roarsearch.errors import StorageError
 from roarsearch.index.state import index_from_state
+from roarsearch.memory import unmap_unused_soon
 from roarsearch.query.settings import settings_from_dict
 from roarsearch.storage.follow import CommitBoard, LogFollower, collection_directory
 from roarsearch.storage.fs import FileSystem
@@ -126,6 +127,7 @@ class FollowerEngine(Engine):
                     collection.apply_concurrently(payload)  # each batch whole, as the writer applies it
                     self._applied_seqs[name] = batch_seq
                 self._applied_seqs[name] = follower.applied
+        unmap_unused_soon()  # mappings of what was replaced, once searches reading it are done
         self._applied_version = version
         return version
 

@@ -50,7 +50,7 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.index import codec
 from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, sorted_unique, union_all
-from roarsearch.memory import release_free_memory
+from roarsearch.memory import kept_mapping, release_free_memory, unmap_unused_soon
 
 log = logging.getLogger("roarsearch")
 
@@ -240,12 +240,13 @@ def _untouched_array(count: int, dtype: type) -> np.ndarray:
     numpy advises huge pages for arrays of 4 MiB and more; a lazily inflated column touches them
     one block at a time, and the first write into each 2 MiB huge page made the kernel find (and
     compact memory for) a whole huge page: 5–10 ms stalls inside a first-seen query, for a block
-    that inflates in 0.1 ms. An anonymous mapping of its own gets ordinary pages, freed with it.
+    that inflates in 0.1 ms. An anonymous mapping of its own gets ordinary pages, unmapped once
+    the array is gone (by :func:`roarsearch.memory.unmap_unused`, not inside whatever dropped it).
     """
     size = count * np.dtype(dtype).itemsize
     if size < SMALL_PAGES_BYTES:
         return np.empty(count, dtype=dtype)
-    return np.frombuffer(mmap.mmap(-1, size), dtype=dtype, count=count)
+    return np.frombuffer(kept_mapping(mmap.mmap(-1, size)), dtype=dtype, count=count)
 
 
 class LazyColumn:
@@ -910,6 +911,15 @@ class FieldPostings:
         base, busy = self._chunks, self._busy
         return base, busy, chunk, _with_chunk(base, chunk, busy)
 
+    def _set_chunks(self, chunks: list[_Chunk]) -> list[_Chunk]:
+        """Make ``chunks`` this field's chunks; returns the list they replace, released by the
+        caller once ``_chunks`` names the new one. Compiled code releases an attribute's old value
+        before it stores the new one: had that release freed the old chunks, a search in another
+        thread (run while a release gives up the GIL) would have copied the list being freed."""
+        replaced = self._chunks
+        self._chunks = chunks
+        return replaced
+
     def commit_add(self, plan: PostingsPlan, docs: np.ndarray) -> None:
         """Apply a :meth:`plan_add` (no other add in between)."""
         base, busy, chunk, chunks = plan
@@ -921,7 +931,7 @@ class FieldPostings:
             if self.terms:
                 self._update_cached(chunk)
             self.docs |= bitmap_from_array(docs)
-            self._chunks = chunks  # replaced whole: a reader's list(...) stays consistent
+            self._set_chunks(chunks)  # replaced whole: a reader's list(...) stays consistent
             # What is still due after the inline merges is big, or waits for a running merge.
             if self._merging is None and _due_merge(chunks, self.merge_limit) is not None:
                 self._merging = _background(self._merge_in_background)
@@ -977,7 +987,7 @@ class FieldPostings:
                 current = self._chunks
                 at = next((place for place, chunk in enumerate(current) if chunk is run[0]), -1)
                 if at >= 0 and len(current) >= at + len(run) and all(map(operator.is_, current[at:at + len(run)], run)):
-                    self._chunks = current[:at] + [merged] + current[at + len(run):]
+                    self._set_chunks(current[:at] + [merged] + current[at + len(run):])
                     self.merges += 1
                 else:  # replaced meanwhile (a reload, a reader's full merge): nothing to swap
                     self._merging = None
@@ -985,6 +995,7 @@ class FieldPostings:
             # The merged chunks go now, not when the next merge's locals replace these: they held
             # a big merge's inputs alive through the next one (80 MB of a 1M build's peak).
             del chunks, run, merged, current
+            unmap_unused_soon()  # their columns' mappings, once the searches reading them are done
 
     @property
     def merging(self) -> bool:
@@ -1282,7 +1293,7 @@ class FieldPostings:
             if not self._chunks:
                 return _Chunk.from_sorted(_EMPTY_U32, _EMPTY_U32, _EMPTY_U32)
             if len(self._chunks) > 1:
-                self._chunks = [merge_chunks(self._chunks)]
+                self._set_chunks([merge_chunks(self._chunks)])
             return self._chunks[0]
 
     def csr_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -1306,7 +1317,7 @@ class FieldPostings:
                 chunk = _Chunk.from_packed(terms.astype(np.uint32, copy=False), starts, packed)
                 chunk.end_doc = end_doc
                 loaded.append(chunk)
-        self._chunks = loaded
+        self._set_chunks(loaded)
         self._absent = set()
         self._unions = OrderedDict()
 
@@ -1320,7 +1331,7 @@ class FieldPostings:
                 starts = np.zeros(terms.size + 1, dtype=np.int64)
                 np.cumsum(counts, out=starts[1:])
                 loaded.append(_Chunk(terms.astype(np.uint32, copy=False), starts, docs, positions, end_doc=end_doc))
-        self._chunks = loaded
+        self._set_chunks(loaded)
         self._absent = set()
         self._unions = OrderedDict()
 
@@ -1330,6 +1341,6 @@ class FieldPostings:
         return chunk.token_terms(), chunk.docs, chunk.positions.astype(np.uint32)
 
     def load_token_arrays(self, terms: np.ndarray, docs: np.ndarray, positions: np.ndarray) -> None:
-        self._chunks = [_Chunk.from_sorted(terms, docs, positions)] if terms.size else []
+        self._set_chunks([_Chunk.from_sorted(terms, docs, positions)] if terms.size else [])
         self._absent = set()
         self._unions = OrderedDict()

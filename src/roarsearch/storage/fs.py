@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from roarsearch.memory import kept_mapping
+
 #: Operation kinds :class:`FaultyFileSystem` counts (reads are never failed).
 MUTATIONS = ("append", "write_new", "write_at", "fsync", "fsync_dir", "replace", "truncate", "remove", "makedirs")
 
@@ -72,11 +74,12 @@ class FileSystem:
     def map_file(self, path: str) -> bytes | mmap.mmap:
         """The whole file as a read-only mapping that lives as long as references to it (views
         included): snapshots hand out views of their large arrays. Safe because snapshot files are
-        never modified in place, only replaced by rename (a replaced file stays mapped)."""
+        never modified in place, only replaced by rename (a replaced file stays mapped). Unmapped
+        by :func:`roarsearch.memory.unmap_unused` once nothing refers to it."""
         with open(path, "rb", buffering=0) as handle:
             if os.fstat(handle.fileno()).st_size == 0:
                 return b""
-            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            return kept_mapping(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
