@@ -141,6 +141,10 @@ class Index:
             else:
                 postings.resume_merges()
 
+    def unsettled(self, chunks: int = 2) -> bool:
+        """Whether some field's postings are in at least ``chunks`` chunks (see :meth:`end_bulk_load`)."""
+        return any(postings.chunk_count() >= chunks for postings in list(self.postings.values()))
+
     def wait_for_merges(self) -> int:
         """Wait for the fields' background postings merges; returns :meth:`merges_landed`."""
         for postings in list(self.postings.values()):

@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import mmap
 import operator
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -751,7 +752,7 @@ def _merge_packed(chunks: list[_Chunk], terms: np.ndarray, starts: np.ndarray, s
     """:func:`merge_chunks` writing the result's docs compressed: slab by slab of whole output
     terms, each input's tokens of those terms (one contiguous range per input, as its terms are
     sorted) are read, scattered into place and the docs packed."""
-    with ThreadPoolExecutor(1, thread_name_prefix="roarsearch-pack") as pool:
+    with ThreadPoolExecutor(1, thread_name_prefix="roarsearch-pack", initializer=_behind_searches) as pool:
         return _merge_packed_in(pool, chunks, terms, starts, slots, position_type)
 
 
@@ -849,12 +850,28 @@ def merges_held() -> Iterator[None]:
         yield
 
 
+#: How far below searches the merge threads run (a nice value added to theirs, where the system
+#: has per-thread priorities: Linux): a merge takes a core only when no search, in this process or
+#: another worker, is ready to run on it.
+MERGE_NICENESS = 10
+
+
+def _behind_searches() -> None:
+    """Lower the calling thread's CPU priority by :data:`MERGE_NICENESS` (a thread pool's
+    initializer; nothing where threads have no priority of their own)."""
+    try:
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + MERGE_NICENESS, 19))
+    except (AttributeError, OSError):
+        pass
+
+
 def _background(task: Callable[[], None]) -> Future[None]:
     """Run ``task`` in the process's one merge thread (merges queue: one core for merging)."""
     global _merge_pool
     with _merge_pool_lock:
         if _merge_pool is None:
-            _merge_pool = ThreadPoolExecutor(1, thread_name_prefix="roarsearch-merge")
+            _merge_pool = ThreadPoolExecutor(1, thread_name_prefix="roarsearch-merge", initializer=_behind_searches)
         return _merge_pool.submit(task)
 
 
@@ -935,6 +952,10 @@ class FieldPostings:
             # What is still due after the inline merges is big, or waits for a running merge.
             if self._merging is None and _due_merge(chunks, self.merge_limit) is not None:
                 self._merging = _background(self._merge_in_background)
+
+    def chunk_count(self) -> int:
+        """How many chunks this field's postings are in."""
+        return len(self._chunks)
 
     def settle(self) -> None:
         """Merge every chunk into one, in the background: after a bulk load, so that queries read
