@@ -54,8 +54,8 @@ def _count_held_by_one_list() -> int:
 class KeptMappings:
     """The mappings roarsearch made, each referenced here until nothing else refers to it."""
 
-    #: How long after a swap of big structures the delayed sweep runs: readers that held the old
-    #: ones (one search each) are done by then.
+    #: How long after a swap of big structures the sweep runs: readers that held the old ones (one
+    #: search each) are done by then, and writes in between share one sweep.
     SWEEP_DELAY_S = 0.5
     _ONLY_KEPT = _count_held_by_one_list()
 
@@ -89,7 +89,6 @@ class KeptMappings:
         return len(unused)
 
     def unmap_unused_soon(self) -> None:
-        self.unmap_unused()
         with self._lock:
             if self.timer is not None or not self._mappings:
                 return
@@ -121,6 +120,7 @@ def unmap_unused() -> int:
 
 
 def unmap_unused_soon() -> None:
-    """:func:`unmap_unused` now and again ``KeptMappings.SWEEP_DELAY_S`` later (one delayed sweep
-    however many ask): after a swap, the old structures go when their last reader is done."""
+    """:func:`unmap_unused` ``KeptMappings.SWEEP_DELAY_S`` from now (one sweep however many ask
+    meanwhile: a write costs no scan of the mappings): after a swap, the old structures go once
+    their last reader is done with them."""
     MAPPINGS.unmap_unused_soon()
