@@ -43,7 +43,6 @@ def release_free_memory() -> None:
         _MALLOC_TRIM(0)
 
 
-
 def _count_held_by_one_list() -> int:
     """``sys.getrefcount`` of an object referenced only by a list slot, read as the sweep reads it
     (the count of the call's own argument differs between Python versions)."""
@@ -77,10 +76,12 @@ class KeptMappings:
     def unmap_unused(self) -> int:
         with self._lock:
             kept = self._mappings
-            unused = [kept[index] for index in range(len(kept)) if sys.getrefcount(kept[index]) <= self._ONLY_KEPT]
-            if not unused:
+            # Indexing, not a loop variable: a variable would hold one more reference.
+            unused_at = {index for index in range(len(kept)) if sys.getrefcount(kept[index]) <= self._ONLY_KEPT}
+            if not unused_at:
                 return 0
-            self._mappings = [mapping for mapping in kept if all(mapping is not gone for gone in unused)]
+            unused = [kept[index] for index in unused_at]
+            self._mappings = [kept[index] for index in range(len(kept)) if index not in unused_at]
         for mapping in unused:
             try:
                 mapping.close()

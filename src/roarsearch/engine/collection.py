@@ -226,6 +226,12 @@ class Collection:
             self._settler_waiting = True
         threading.Thread(target=self._settle_after_idle, name="roarsearch-settle", daemon=True).start()
 
+    def settle_when_idle_if_unsettled(self) -> None:
+        """:meth:`settle_when_idle` for a collection just opened, when some field already holds
+        :data:`SETTLE_IDLE_CHUNKS` chunks (else its next write arms it)."""
+        if self.index.unsettled(SETTLE_IDLE_CHUNKS):
+            self.settle_when_idle()
+
     def _settle_after_idle(self) -> None:
         while self._still_waiting():
             time.sleep(max(self._last_applied + SETTLE_IDLE_S - time.monotonic(), 0.001))
@@ -366,7 +372,6 @@ class Collection:
                 log.warning("collection %s: snapshot failed, batches stay in the write-ahead log: %s", self.name, error.data)
         if payload["op"] == "add" and len(payload["records"]) >= RELEASE_MEMORY_RECORDS:
             release_free_memory()  # the batch's temporary arrays, freed in three threads' heaps
-        unmap_unused_soon()  # mappings whose views the batch replaced (merged chunks, spilled parts)
         return result
 
     def _log(self, payload: dict[str, Any], records: tuple[str, list[bytes]] | None) -> None:

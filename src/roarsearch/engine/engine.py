@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from roarsearch.engine.collection import ENGINE_CLOSED, SETTLE_IDLE_CHUNKS, Collection
+from roarsearch.engine.collection import ENGINE_CLOSED, Collection
 from roarsearch.engine.request import check_collection_id, parse_search_request
 from roarsearch.engine.settings import updated_settings
 from roarsearch.errors import BadRequestError, NotFoundError, SearchError, ServiceUnavailableError
@@ -135,8 +135,7 @@ class Engine:
         collection.store = store
         for _seq, payload in batches:
             collection.apply(payload)
-        if collection.index.unsettled(SETTLE_IDLE_CHUNKS):
-            collection.settle_when_idle()
+        collection.settle_when_idle_if_unsettled()
         return collection
 
     # ------------------------------------------------------------------ lifecycle

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from roarsearch.engine.collection import SETTLE_IDLE_CHUNKS, Collection
+from roarsearch.engine.collection import Collection
 from roarsearch.engine.engine import Engine
 from roarsearch.errors import StorageError
 from roarsearch.index.state import index_from_state
@@ -151,8 +151,7 @@ class FollowerEngine(Engine):
         collection = Collection(name, index_from_state(state) if state is not None else None, settings_from_dict(settings))
         for _seq, payload in batches:
             collection.apply(payload)
-        if collection.index.unsettled(SETTLE_IDLE_CHUNKS):
-            collection.settle_when_idle()
+        collection.settle_when_idle_if_unsettled()
         followers[name] = follower
         return collection
 

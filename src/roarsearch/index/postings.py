@@ -935,6 +935,8 @@ class FieldPostings:
         thread (run while a release gives up the GIL) would have copied the list being freed."""
         replaced = self._chunks
         self._chunks = chunks
+        if not {id(chunk) for chunk in replaced} <= {id(chunk) for chunk in chunks}:
+            unmap_unused_soon()  # dropped chunks' column mappings, once their last readers are done
         return replaced
 
     def commit_add(self, plan: PostingsPlan, docs: np.ndarray) -> None:
@@ -1016,7 +1018,6 @@ class FieldPostings:
             # The merged chunks go now, not when the next merge's locals replace these: they held
             # a big merge's inputs alive through the next one (80 MB of a 1M build's peak).
             del chunks, run, merged, current
-            unmap_unused_soon()  # their columns' mappings, once the searches reading them are done
 
     @property
     def merging(self) -> bool:
