@@ -7,6 +7,8 @@
   are forwarded and answered as the writer answers;
 - the readers follow checkpoints: with a snapshot and log reset every 3 batches, counts stay exact;
 - errors keep the ``{status, data}`` shape on every worker (401, 400, 404);
+- the writer files each add batch's analysis for the readers (after the batch that creates the
+  collection), and the readers index those batches alike;
 - a reader killed with SIGKILL is started again and serves again; SIGTERM stops every worker and
   exits 0, and the data written through any worker is there after a restart.
 """
@@ -172,3 +174,23 @@ def test_dead_reader_is_restarted_and_sigterm_stops_all(tmp_path: Path) -> None:
                 assert client.post("/v2", json={"collection": "c", "query": "kept"}).json()["totalHits"] == 2
     finally:
         assert stop_server(again) == 0
+
+
+def test_readers_are_handed_the_writers_analysis(tmp_path: Path) -> None:
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    server = start_server(tmp_path / "data", "--workers", "2", env={"TMPDIR": str(temporary)})
+    try:
+        with fresh(server) as client:
+            for batch in range(4):  # the first creates the collection; each later one is filed once
+                records = [{"id": batch * 100 + i, "title": f"straße batch{batch} record {i}"} for i in range(20)]
+                assert client.post("/v2/collections/c/records", json=records).status_code == 201
+        filed = list(temporary.glob("roarsearch-serve-*/board-*.analyses/*.analysis"))
+        assert len(filed) == 3
+        def twenty(answer: dict[str, Any]) -> None:
+            assert answer["totalHits"] == 20
+
+        every_worker_sees(server, {"collection": "c", "query": "strasse batch3"}, twenty, set())
+    finally:
+        assert stop_server(server) == 0
+    assert not list(temporary.glob("roarsearch-serve-*"))  # the run folder goes with the server

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from roarsearch.analysis.analyzer import analyze_fields
 from roarsearch.analysis.worker import AnalysisWorker
 from roarsearch.errors import NotFoundError, ServiceUnavailableError, StorageError
 from roarsearch.facets.counts import numeric_facets, text_facets
@@ -44,6 +45,7 @@ from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_
 from roarsearch.ranking.highlight import Highlighter
 from roarsearch.ranking.ranker import Ranker
 from roarsearch.schema import ValidatedBatch, first_leaf, project
+from roarsearch.storage.shared_analysis import SharedAnalyses
 from roarsearch.storage.store import CollectionStore
 
 log = logging.getLogger("roarsearch.engine")
@@ -176,6 +178,10 @@ class Collection:
         #: applied: the multi-worker service publishes it there, so that its reader processes apply
         #: the batch while this process does (server/workers.py).
         self.on_logged: Callable[[int], None] | None = None
+        #: Where this process files each add batch's analysis before announcing it, so that the
+        #: service's reader processes apply the batch without analysing it again (writer side), or
+        #: look for it (reader side: :meth:`apply_shared`); None: no readers.
+        self.shared_analyses: SharedAnalyses | None = None
         #: Background postings merges landed when the last snapshot's state was taken.
         self.merges_saved = 0
         #: When the last batch was applied, and whether a thread waits to settle after it
@@ -268,6 +274,28 @@ class Collection:
         self.settle_when_idle()
         return None
 
+    def apply_shared(self, payload: dict[str, Any]) -> Any:
+        """:meth:`apply_concurrently` for a reader of the multi-worker service: an add batch's
+        analysis is taken from :attr:`shared_analyses` when the writer filed it."""
+        if payload["op"] != "add" or self.shared_analyses is None:
+            return self.apply_concurrently(payload)
+        records = payload["records"]
+        ahead = self.index.collect_add(records, self.index.docs.next_doc)
+        ahead.analysed = self.shared_analyses.take(ahead.texts())  # None: analysed while preparing
+        return self.apply_concurrently(payload, prepared=self.index.prepare_add(records, None, ahead))
+
+    def _analysed_and_shared(self, records: list[dict[str, Any]], ahead: CollectedAdd | None) -> CollectedAdd:
+        """An add batch collected and analysed (``ahead``, when it still fits the index), its
+        analysis filed in :attr:`shared_analyses` for the readers."""
+        assert self.shared_analyses is not None
+        if ahead is None or ahead.start != self.index.docs.next_doc:
+            ahead = self.index.collect_add(records, self.index.docs.next_doc)
+        texts = ahead.texts()
+        if ahead.analysed is None:
+            ahead.analysed = analyze_fields(texts)
+        self.shared_analyses.put(texts, ahead.analysed)
+        return ahead
+
     def write(self, payload: dict[str, Any], packed_records: list[bytes] | None = None) -> Any:
         """Make ``payload`` durable (when on disk), then apply it; searches see it whole or not at all.
         ``packed_records``: an add's records already msgpack-encoded (validation encodes them)."""
@@ -351,6 +379,10 @@ class Collection:
         if packed is None and payload["op"] == "add":
             packed = pack_records(payload["records"])
         prepared = None
+        if self.shared_analyses is not None and payload["op"] == "add":
+            # Filed before the batch is logged, and so before it is announced: a reader applying
+            # it finds the analysis there (or analyses itself, if filing failed).
+            ahead = self._analysed_and_shared(payload["records"], ahead)
         if self.store is not None:
             # Raises StorageError, having changed nothing, when it cannot.
             records = ("records", packed) if packed is not None else None

@@ -31,6 +31,7 @@ from roarsearch.memory import unmap_unused_soon
 from roarsearch.query.settings import settings_from_dict
 from roarsearch.storage.follow import CommitBoard, LogFollower, collection_directory
 from roarsearch.storage.fs import FileSystem
+from roarsearch.storage.shared_analysis import SharedAnalyses
 
 #: Loads of one collection tried before giving up (a load races only with a concurrent reset).
 LOAD_ATTEMPTS = 3
@@ -46,7 +47,7 @@ class FollowerEngine(Engine):
     """``FollowerEngine(path, board)``: the collections of ``path`` as of the board's last commit."""
 
     def __init__(self, path: str | os.PathLike[str], board: CommitBoard, *, filesystem: FileSystem | None = None,
-                 on_applied: Callable[[int], None] | None = None) -> None:
+                 on_applied: Callable[[int], None] | None = None, shared_analyses: SharedAnalyses | None = None) -> None:
         super().__init__()  # in memory: no directory lock, no store (nothing is written from here)
         self.path = self.data_path = os.path.abspath(os.fspath(path))
         self.board = board
@@ -60,6 +61,8 @@ class FollowerEngine(Engine):
         #: Called with the board version just applied, after every catch-up (the server tells the
         #: writer, which waits for its readers before it answers a write).
         self.on_applied = on_applied
+        #: Where the writer files each add batch's analysis (read instead of analysing again).
+        self.shared_analyses = shared_analyses
         self.catch_up()
 
     def behind(self) -> bool:
@@ -124,7 +127,7 @@ class FollowerEngine(Engine):
                 assert follower is not None
                 collection = self._collections[name]
                 for batch_seq, payload in batches:
-                    collection.apply_concurrently(payload)  # each batch whole, as the writer applies it
+                    collection.apply_shared(payload)  # each batch whole, as the writer applies it
                     self._applied_seqs[name] = batch_seq
                 self._applied_seqs[name] = follower.applied
         unmap_unused_soon()  # mappings of what was replaced, once searches reading it are done
@@ -149,6 +152,7 @@ class FollowerEngine(Engine):
                 time.sleep(0.002)
             raise StorageError(f"collection {name!r}: batch {seq} is acknowledged but in neither its snapshot nor its log")
         collection = Collection(name, index_from_state(state) if state is not None else None, settings_from_dict(settings))
+        collection.shared_analyses = self.shared_analyses
         for _seq, payload in batches:
             collection.apply(payload)
         collection.settle_when_idle_if_unsettled()

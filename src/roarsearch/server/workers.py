@@ -51,6 +51,7 @@ from roarsearch.engine.engine import Engine
 from roarsearch.engine.follower import FollowerEngine
 from roarsearch.server.config import ServerConfig
 from roarsearch.storage.follow import CommitBoard, map_shared_file
+from roarsearch.storage.shared_analysis import SharedAnalyses
 
 log = logging.getLogger("roarsearch.server")
 
@@ -80,6 +81,11 @@ READY_TIMEOUT_S = 600.0
 
 def board_path(run_dir: str, app: str) -> str:
     return os.path.join(run_dir, f"board-{app}")
+
+
+def analyses_path(run_dir: str, app: str) -> str:
+    """The folder where the writer files each add batch's analysis for the readers (storage/shared_analysis.py)."""
+    return board_path(run_dir, app) + ".analyses"
 
 
 def applied_path(run_dir: str, app: str) -> str:
@@ -192,6 +198,9 @@ class Publisher:
         self.engines = dict(engines)
         self.boards = {app: CommitBoard(board_path(run_dir, app), create=True) for app in engines}
         self.progress = {app: ReaderProgress(applied_path(run_dir, app), workers, create=True) for app in engines}
+        for app in engines:
+            os.makedirs(analyses_path(run_dir, app), exist_ok=True)
+        self.analyses = {app: SharedAnalyses(analyses_path(run_dir, app)) for app in engines}
         self.drops = dict.fromkeys(engines, 0)
         self.committed: dict[str, dict[str, int]] = {app: {} for app in engines}
         self.logged: dict[str, dict[str, int]] = {app: {} for app in engines}
@@ -211,6 +220,7 @@ class Publisher:
         for name, collection in collections:
             if collection.store is not None and collection.on_logged is None:
                 collection.on_logged = functools.partial(self.publish_logged, app, name)
+                collection.shared_analyses = self.analyses[app]
         with self._lock:
             if dropped:
                 self.drops[app] += 1
@@ -384,7 +394,8 @@ def reader_main(run_dir: str, index: int) -> int:
     for app in config.apps:
         progress = ReaderProgress(applied_path(run_dir, app), spec["workers"])
         engines[app] = FollowerEngine(spec["paths"][app], CommitBoard(board_path(run_dir, app)),
-                                      on_applied=functools.partial(progress.mark, index))
+                                      on_applied=functools.partial(progress.mark, index),
+                                      shared_analyses=SharedAnalyses(analyses_path(run_dir, app)))
     sock = listening_socket(spec["host"], spec["port"])
     ready_path = os.path.join(run_dir, f"worker-{index}.ready")
 
