@@ -183,12 +183,12 @@ def test_readers_are_handed_the_writers_analysis(tmp_path: Path) -> None:
     try:
         with fresh(server) as client:
             for batch in range(4):  # the first creates the collection; each later one is filed once
-                records = [{"id": batch * 100 + i, "title": f"straße batch{batch} record {i}"} for i in range(20)]
+                records = [{"id": batch * 100 + i, "title": f"straße batch{batch} record {i}"} for i in range(80)]
                 assert client.post("/v2/collections/c/records", json=records).status_code == 201
         filed = list(temporary.glob("roarsearch-serve-*/board-*.analyses/*.analysis"))
         assert len(filed) == 3
         def twenty(answer: dict[str, Any]) -> None:
-            assert answer["totalHits"] == 20
+            assert answer["totalHits"] == 80
 
         every_worker_sees(server, {"collection": "c", "query": "strasse batch3"}, twenty, set())
     finally:

@@ -45,7 +45,7 @@ from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_
 from roarsearch.ranking.highlight import Highlighter
 from roarsearch.ranking.ranker import Ranker
 from roarsearch.schema import ValidatedBatch, first_leaf, project
-from roarsearch.storage.shared_analysis import SharedAnalyses
+from roarsearch.storage.shared_analysis import SHARED_ANALYSIS_MIN_RECORDS, SharedAnalyses
 from roarsearch.storage.store import CollectionStore
 
 log = logging.getLogger("roarsearch.engine")
@@ -277,7 +277,7 @@ class Collection:
     def apply_shared(self, payload: dict[str, Any]) -> Any:
         """:meth:`apply_concurrently` for a reader of the multi-worker service: an add batch's
         analysis is taken from :attr:`shared_analyses` when the writer filed it."""
-        if payload["op"] != "add" or self.shared_analyses is None:
+        if payload["op"] != "add" or self.shared_analyses is None or len(payload["records"]) < SHARED_ANALYSIS_MIN_RECORDS:
             return self.apply_concurrently(payload)
         records = payload["records"]
         ahead = self.index.collect_add(records, self.index.docs.next_doc)
@@ -379,7 +379,8 @@ class Collection:
         if packed is None and payload["op"] == "add":
             packed = pack_records(payload["records"])
         prepared = None
-        if self.shared_analyses is not None and payload["op"] == "add":
+        if (self.shared_analyses is not None and payload["op"] == "add"
+                and len(payload["records"]) >= SHARED_ANALYSIS_MIN_RECORDS):
             # Filed before the batch is logged, and so before it is announced: a reader applying
             # it finds the analysis there (or analyses itself, if filing failed).
             ahead = self._analysed_and_shared(payload["records"], ahead)

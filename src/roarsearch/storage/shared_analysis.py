@@ -16,7 +16,8 @@ Invariants:
   malformed means "analyse here", never an error; a writer that cannot write one logs it once and
   goes on;
 - a file appears whole (written beside it, then renamed); the writer keeps the newest
-  :data:`SHARED_ANALYSES_KEPT` and removes older ones (a reader further behind analyses itself).
+  :data:`SHARED_ANALYSES_KEPT` and removes older ones (a reader further behind analyses itself);
+- only batches of :data:`SHARED_ANALYSIS_MIN_RECORDS` records or more are filed (and looked for).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ log = logging.getLogger("roarsearch")
 
 #: Analyses the writer keeps in the folder: readers apply a batch within moments of its announcement.
 SHARED_ANALYSES_KEPT = 32
+#: Add batches of fewer records are analysed by each reader: a file would cost more than their
+#: analysis (a one-record add: about 0.1 ms of file work against a few hundred microseconds of add).
+SHARED_ANALYSIS_MIN_RECORDS = 64
 _SUFFIX = ".analysis"
 _HEADER = struct.Struct("<QQ")
 

@@ -8,7 +8,8 @@ readers (``storage/shared_analysis.py``, ``Collection.apply_shared``):
   itself, with the same answers, when the files are gone, damaged or filed for other texts;
 - the digest tells apart any two different sets of texts, and a filed analysis reads back equal;
 - a writer that cannot file an analysis still writes the batch (readers analyse it), and the folder
-  keeps only the newest analyses.
+  keeps only the newest analyses; a batch of fewer than ``SHARED_ANALYSIS_MIN_RECORDS`` records is
+  neither filed nor looked for.
 """
 
 from __future__ import annotations
@@ -93,27 +94,27 @@ QUERIES = [{"collection": "c", "query": query, "count": 100, "sort": ["id"], "te
 
 def test_reader_takes_the_writers_analysis_and_answers_alike(service: Service) -> None:
     for batch in range(6):
-        service.writer.add_records("c", records(100 * batch, 60, seed=batch))
+        service.writer.add_records("c", records(100 * batch, 80, seed=batch))
         if batch == 3:
-            service.writer.add_records("c", records(5, 10, seed=99))  # replacements
+            service.writer.add_records("c", records(5, 70, seed=99))  # replacements
             service.writer.delete_records("c", [7, 101, 205])
         for query in QUERIES:
             service.same(query)
     assert service.shared.taken == 7  # every add batch announced after the readers loaded
     assert service.shared.missed == 0
-    assert service.same({**QUERIES[0], "query": "", "count": 1000})["totalHits"] == 6 * 60 - 3  # the first batch replaces the 20 first records
+    assert service.same({**QUERIES[0], "query": "", "count": 1000})["totalHits"] == 6 * 80 - 3  # the first batch replaces the 20 first records
 
 
 def test_reader_analyses_itself_when_the_files_are_gone_or_damaged(service: Service) -> None:
-    service.writer.add_records("c", records(100, 40, seed=1))
+    service.writer.add_records("c", records(100, 80, seed=1))
     for name in os.listdir(service.folder):
         os.unlink(service.folder / name)
     service.same(QUERIES[0])
-    service.writer.add_records("c", records(200, 40, seed=2))
+    service.writer.add_records("c", records(200, 80, seed=2))
     for name in os.listdir(service.folder):
         (service.folder / name).write_bytes(b"\x93not an analysis")
     service.same(QUERIES[1])
-    service.writer.add_records("c", records(300, 40, seed=3))
+    service.writer.add_records("c", records(300, 80, seed=3))
     # A well-formed analysis of other texts, under this batch's name: its fields do not match.
     other = {"elsewhere": ["some other text"]}
     for name in os.listdir(service.folder):
@@ -126,8 +127,8 @@ def test_reader_analyses_itself_when_the_files_are_gone_or_damaged(service: Serv
 def test_writer_goes_on_when_it_cannot_file(service: Service, caplog: pytest.LogCaptureFixture) -> None:
     os.rmdir(service.folder)
     with caplog.at_level(logging.WARNING, logger="roarsearch"):
-        service.writer.add_records("c", records(100, 30))
-        service.writer.add_records("c", records(200, 30))
+        service.writer.add_records("c", records(100, 80))
+        service.writer.add_records("c", records(200, 80))
     assert sum("readers analyse batches themselves" in message for message in caplog.messages) == 1
     assert service.same(QUERIES[0])["totalHits"] > 0
     assert (service.shared.taken, service.shared.missed) == (0, 2)
@@ -166,3 +167,15 @@ def test_filed_analysis_reads_back_equal(texts: dict[str, list[str]]) -> None:
         for ours, theirs in zip(parts[1:], back[path][1:]):
             assert theirs.dtype == ours.dtype and np.array_equal(theirs, ours)
             assert theirs.flags.writeable
+
+
+def test_small_batches_are_left_to_each_reader(service: Service) -> None:
+    small = shared_analysis.SHARED_ANALYSIS_MIN_RECORDS - 1
+    service.writer.add_records("c", records(100, small))
+    assert service.same(QUERIES[0])["totalHits"] > 0
+    assert os.listdir(service.folder) == []
+    assert (service.shared.taken, service.shared.missed) == (0, 0)
+    service.writer.add_records("c", records(200, small + 1))
+    service.same(QUERIES[1])
+    assert len(os.listdir(service.folder)) == 1
+    assert (service.shared.taken, service.shared.missed) == (1, 0)
