@@ -75,16 +75,20 @@ def encode_analysis(analysed: dict[str, Analysed]) -> bytes:
 
 def decode_analysis(data: bytes, texts_by_field: dict[str, list[str]]) -> dict[str, Analysed] | None:
     """The analysis in ``data``, or None when it is not one of ``texts_by_field`` (a field that is
-    not among them, or counts that do not add up)."""
+    not among them, terms that are not strings, arrays that are not integers, counts that do not
+    add up)."""
     body = msgpack.unpackb(data, raw=False)
     if not isinstance(body, dict):
         return None
     analysed: dict[str, Analysed] = {}
     for path, (terms, *packed) in body.items():
-        counts, value_index, position, valued = map(_array, packed)
+        arrays = list(map(_array, packed))
+        counts, value_index, position, valued = arrays
         if (path not in texts_by_field or not isinstance(terms, list) or counts.size != len(terms)
+                or not all(np.issubdtype(array.dtype, np.integer) for array in arrays)
                 or value_index.size != position.size or int(counts.sum()) != value_index.size
-                or (valued.size and int(valued[-1]) >= len(texts_by_field[path]))):
+                or (valued.size and int(valued[-1]) >= len(texts_by_field[path]))
+                or not all(type(term) is str for term in terms)):
             return None
         analysed[path] = (terms, counts, value_index, position, valued)
     return analysed
