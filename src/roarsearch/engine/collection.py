@@ -180,7 +180,7 @@ class Collection:
         self.on_logged: Callable[[int], None] | None = None
         #: Where this process files each add batch's analysis before announcing it, so that the
         #: service's reader processes apply the batch without analysing it again (writer side), or
-        #: look for it (reader side: :meth:`apply_shared`); None: no readers.
+        #: looks for it (reader side: :meth:`apply_concurrently`); None: no readers.
         self.shared_analyses: SharedAnalyses | None = None
         #: Background postings merges landed when the last snapshot's state was taken.
         self.merges_saved = 0
@@ -261,28 +261,30 @@ class Collection:
         """:meth:`apply` while searches run: an add is prepared (encoded, analysed: most of its
         time) without the write lock and committed under it, so searches wait only for the commit.
         Callers keep other writes out (``write_mutex``, or the follower's one catching-up thread).
-        ``prepared``: the add already prepared, if it is."""
+        ``prepared``: the add already prepared, if it is (the writer always prepares a batch it
+        shares); else a reader prepares it with the writer's analysis when it was filed."""
         if payload["op"] != "add":
             with self.lock.writing():
                 result = self.apply(payload, packed_records)
             self.settle_when_idle()
             return result
         if prepared is None:
-            prepared = self.index.prepare_add(payload["records"], packed_records)
+            ahead = None
+            if self._shares(payload):
+                assert self.shared_analyses is not None
+                ahead = self.index.collect_add(payload["records"], self.index.docs.next_doc)
+                ahead.analysed = self.shared_analyses.take(ahead.texts())  # None: analysed while preparing
+            prepared = self.index.prepare_add(payload["records"], packed_records, ahead)
         with self.lock.writing():
             self.index.commit_add(prepared)
         self.settle_when_idle()
         return None
 
-    def apply_shared(self, payload: dict[str, Any]) -> Any:
-        """:meth:`apply_concurrently` for a reader of the multi-worker service: an add batch's
-        analysis is taken from :attr:`shared_analyses` when the writer filed it."""
-        if payload["op"] != "add" or self.shared_analyses is None or len(payload["records"]) < SHARED_ANALYSIS_MIN_RECORDS:
-            return self.apply_concurrently(payload)
-        records = payload["records"]
-        ahead = self.index.collect_add(records, self.index.docs.next_doc)
-        ahead.analysed = self.shared_analyses.take(ahead.texts())  # None: analysed while preparing
-        return self.apply_concurrently(payload, prepared=self.index.prepare_add(records, None, ahead))
+    def _shares(self, payload: dict[str, Any]) -> bool:
+        """Whether ``payload``'s analysis goes through :attr:`shared_analyses` (an add batch of
+        :data:`SHARED_ANALYSIS_MIN_RECORDS` records or more, in the multi-worker service)."""
+        return (self.shared_analyses is not None and payload["op"] == "add"
+                and len(payload["records"]) >= SHARED_ANALYSIS_MIN_RECORDS)
 
     def _analysed_and_shared(self, records: list[dict[str, Any]], ahead: CollectedAdd | None) -> CollectedAdd:
         """An add batch collected and analysed (``ahead``, when it still fits the index), its
@@ -379,8 +381,7 @@ class Collection:
         if packed is None and payload["op"] == "add":
             packed = pack_records(payload["records"])
         prepared = None
-        if (self.shared_analyses is not None and payload["op"] == "add"
-                and len(payload["records"]) >= SHARED_ANALYSIS_MIN_RECORDS):
+        if self._shares(payload):
             # Filed before the batch is logged, and so before it is announced: a reader applying
             # it finds the analysis there (or analyses itself, if filing failed).
             ahead = self._analysed_and_shared(payload["records"], ahead)

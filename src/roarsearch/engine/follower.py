@@ -127,7 +127,7 @@ class FollowerEngine(Engine):
                 assert follower is not None
                 collection = self._collections[name]
                 for batch_seq, payload in batches:
-                    collection.apply_shared(payload)  # each batch whole, as the writer applies it
+                    collection.apply_concurrently(payload)  # each batch whole, as the writer applies it
                     self._applied_seqs[name] = batch_seq
                 self._applied_seqs[name] = follower.applied
         unmap_unused_soon()  # mappings of what was replaced, once searches reading it are done

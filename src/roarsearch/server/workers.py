@@ -198,9 +198,7 @@ class Publisher:
         self.engines = dict(engines)
         self.boards = {app: CommitBoard(board_path(run_dir, app), create=True) for app in engines}
         self.progress = {app: ReaderProgress(applied_path(run_dir, app), workers, create=True) for app in engines}
-        for app in engines:
-            os.makedirs(analyses_path(run_dir, app), exist_ok=True)
-        self.analyses = {app: SharedAnalyses(analyses_path(run_dir, app)) for app in engines}
+        self.analyses = {app: SharedAnalyses(analyses_path(run_dir, app), create=True) for app in engines}
         self.drops = dict.fromkeys(engines, 0)
         self.committed: dict[str, dict[str, int]] = {app: {} for app in engines}
         self.logged: dict[str, dict[str, int]] = {app: {} for app in engines}

@@ -98,8 +98,10 @@ class SharedAnalyses:
     """``SharedAnalyses(folder)``: the writer :meth:`put`\\ s each add batch's analysis, readers
     :meth:`take` it."""
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, *, create: bool = False) -> None:
         self.folder = folder
+        if create:  # the writer's side
+            os.makedirs(folder, exist_ok=True)
         self._written: deque[str] = deque()
         self._lock = threading.Lock()
         self._failed = False

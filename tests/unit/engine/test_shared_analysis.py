@@ -1,5 +1,5 @@
 """This module tests the following properties of the analyses the service's writer shares with its
-readers (``storage/shared_analysis.py``, ``Collection.apply_shared``):
+readers (``storage/shared_analysis.py``, ``Collection.apply_concurrently``):
 
 - a reader that takes each add batch's analysis from the writer's folder answers every search
   exactly as the writer does, and as a reader that analyses every batch itself (non-ASCII text,
