@@ -39,7 +39,8 @@ COMPILED_MODULES = [
     "analysis/analyzer", "analysis/normalize", "analysis/tokenize",
     "engine/collection", "engine/request",
     "facets/counts",
-    "index/bitmaps", "index/cache", "index/docstore", "index/index", "index/lexicon", "index/postings",
+    "index/bitmaps", "index/blocks", "index/cache", "index/chunks", "index/docsets", "index/docstore", "index/index",
+    "index/lexicon", "index/merges", "index/positions", "index/postings",
     "query/context", "query/facet_filters", "query/fields", "query/match", "query/plan",
     "ranking/bucket_sort", "ranking/highlight", "ranking/ranker", "ranking/sort",
 ]

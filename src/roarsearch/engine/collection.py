@@ -34,7 +34,7 @@ from roarsearch.facets.value_search import search_facet_values
 from roarsearch.index.docstore import pack_records
 from roarsearch.index.geo import whole_metres
 from roarsearch.index.index import Index
-from roarsearch.index.postings import merges_held
+from roarsearch.index.merges import merges_held
 from roarsearch.index.state import adopt_saved_payloads, index_to_state, saved_payloads
 from roarsearch.index.writer import CollectedAdd, PreparedAdd
 from roarsearch.memory import release_free_memory, unmap_unused_soon

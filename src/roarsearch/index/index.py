@@ -36,7 +36,8 @@ from roarsearch.index.columns import (
 from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.geo import GeoColumn
 from roarsearch.index.lexicon import Lexicon
-from roarsearch.index.postings import BULK_LOAD_MERGE_TOKENS, FieldPostings
+from roarsearch.index.merges import BULK_LOAD_MERGE_TOKENS
+from roarsearch.index.postings import FieldPostings
 from roarsearch.schema import RecordColumns
 
 #: Unions of many postings (prefixes, wide typo expansions) kept between writes.

@@ -18,21 +18,25 @@ from pyroaring import BitMap, FrozenBitMap
 from roarsearch.buffers import JoinedBuffers
 from roarsearch.errors import BadRequestError
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
+from roarsearch.index.blocks import fixed_block_starts, pack_column, unpack_column
+from roarsearch.index.chunks import PackedTokens
 from roarsearch.index.columns import FieldColumns, NumericColumn, ValueColumn
+from roarsearch.index.docsets import DocSets
 from roarsearch.index.docstore import RecordIds, id_sort_key
 from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
-from roarsearch.index.postings import FieldPostings, PackedTokens, fixed_block_starts, pack_column, unpack_column
+from roarsearch.index.postings import FieldPostings
 from roarsearch.schema import GEO_FIELD, check_geo_point
 
-INDEX_STATE_VERSION = 5
+INDEX_STATE_VERSION = 6
 #: Versions this module still reads (version 1 also saved every term's bitmap; they are rebuilt
 #: from the token arrays on demand, so loading ignores them; version 2 saved token columns raw;
 #: version 3 saved every record id in a list, version 4 integer ids in increasing order packed;
 #: up to version 4 token columns were cut into blocks of one fixed size, version 5 saves where
-#: each block starts).
-READABLE_STATE_VERSIONS = (1, 2, 3, 4, 5)
+#: each block starts; up to version 5 no term's doc set was saved: they are gathered from the
+#: token columns until the chunk is saved again).
+READABLE_STATE_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 
 def _bytes(array: np.ndarray) -> memoryview:
@@ -57,14 +61,16 @@ def _packed(array: np.ndarray, delta: bool = False) -> dict[str, Any]:
 def index_to_state(index: Index, sort_orders: bool = True) -> dict[str, Any]:
     """The whole index as msgpack-ready data: bitmaps serialised, numpy arrays as raw buffers.
 
-    Layout (version 5): ``docs`` (record ids, the live records' msgpack payloads packed and
+    Layout (version 6): ``docs`` (record ids, the live records' msgpack payloads packed and
     compressed in parts with per-doc lengths, alive bitmap, id-order flag),
     ``lexicon`` (the lexicon's own state), ``text_fields``, ``postings`` per field (the
     term-sorted token arrays per chunk: distinct term ids with their token counts, then the
     ``tokens`` count and the compressed blocks of :func:`~roarsearch.index.postings.pack_column`,
     ``packed_docs`` (deltas) and ``packed_positions``, with the byte offsets where their blocks end
     (``doc_ends``, ``position_ends``) and the token offset where each block starts (``block_starts``,
-    the same for both columns); term bitmaps are derived from them on demand), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
+    the same for both columns), and ``doc_sets`` with ``doc_set_offsets``: every term's doc set as a
+    portable roaring bitmap, in term order, and the byte offset where each starts
+    (:mod:`roarsearch.index.docsets`)), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
     with their pairs and per-doc first value id).
     """
     docstore = index.docs
@@ -79,8 +85,9 @@ def index_to_state(index: Index, sort_orders: bool = True) -> dict[str, Any]:
                         "packed_docs": packed.docs, "doc_ends": _bytes(packed.doc_ends),
                         "packed_positions": packed.positions, "position_ends": _bytes(packed.position_ends),
                         "position_bytes": np.dtype(packed.position_type).itemsize,
-                        "block_starts": _bytes(packed.block_starts.astype(np.uint64))}
-                       for term_ids, term_counts, packed in postings.packed_chunks()],
+                        "block_starts": _bytes(packed.block_starts.astype(np.uint64)),
+                        "doc_sets": doc_sets.data, "doc_set_offsets": _bytes(doc_sets.offsets.astype(np.uint64))}
+                       for term_ids, term_counts, packed, doc_sets in postings.packed_chunks()],
         }
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
@@ -178,7 +185,7 @@ def _token_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndar
             np.frombuffer(saved["token_positions"], dtype=position_type))
 
 
-def _packed_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, PackedTokens]:
+def _packed_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, PackedTokens, DocSets | None]:
     tokens, doc_ends = int(saved["tokens"]), np.frombuffer(saved["doc_ends"], dtype=np.uint64)
     # Version 4 and before: blocks of one fixed size.
     starts = (np.frombuffer(saved["block_starts"], dtype=np.uint64).astype(np.int64) if "block_starts" in saved
@@ -186,7 +193,10 @@ def _packed_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, Packed
     return (np.frombuffer(saved["term_ids"], dtype=np.uint32), np.frombuffer(saved["term_counts"], dtype=np.uint32),
             PackedTokens(tokens, saved["packed_docs"], doc_ends,
                          saved["packed_positions"], np.frombuffer(saved["position_ends"], dtype=np.uint64),
-                         np.uint16 if saved.get("position_bytes") == 2 else np.uint32, starts))
+                         np.uint16 if saved.get("position_bytes") == 2 else np.uint32, starts),
+            # Version 5 and before: no doc sets (a term's docs are gathered from its tokens).
+            DocSets(saved["doc_sets"], np.frombuffer(saved["doc_set_offsets"], dtype=np.uint64))
+            if "doc_sets" in saved else None)
 
 
 def index_from_state(state: dict[str, Any]) -> Index:

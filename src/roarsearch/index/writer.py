@@ -28,7 +28,8 @@ from roarsearch.index.bitmaps import bitmap_from_array
 from roarsearch.index.columns import AUTO_VALUE_LIMIT, MAX_VALUE_LENGTH, FieldColumns
 from roarsearch.index.docstore import RecordId, compress_joined, compress_parts, joined_parts, pack_records
 from roarsearch.index.geo import extract_points
-from roarsearch.index.postings import FieldPostings, PostingsPlan
+from roarsearch.index.merges import PostingsPlan
+from roarsearch.index.postings import FieldPostings
 from roarsearch.schema import GEO_FIELD, RecordColumns, iter_leaves, record_columns
 
 if TYPE_CHECKING:

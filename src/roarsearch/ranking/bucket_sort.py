@@ -33,7 +33,7 @@ from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import EMPTY, array_from_bitmap, bitmap_from_array, sorted_unique, union_all
 from roarsearch.index.docstore import DocStore
-from roarsearch.index.postings import DocMask, FewDocs
+from roarsearch.index.positions import DocMask, FewDocs
 from roarsearch.query.match import WordMatcher
 from roarsearch.query.plan import WordPlan
 

@@ -309,9 +309,9 @@ def test_a_bulk_load_leaves_big_merges_to_its_end(monkeypatch: pytest.MonkeyPatc
     same); at the end a first load merges each field into one chunk, and a load onto a larger
     collection lets the waiting merges run until the tiers are settled."""
     import roarsearch.index.index as index_module
-    import roarsearch.index.postings as postings_module
+    import roarsearch.index.merges as merges_module
 
-    monkeypatch.setattr(postings_module, "BACKGROUND_MERGE_TOKENS", 16)
+    monkeypatch.setattr(merges_module, "BACKGROUND_MERGE_TOKENS", 16)
     monkeypatch.setattr(index_module, "BULK_LOAD_MERGE_TOKENS", 64)
     rng = random.Random(onto)
     earlier = [[_record(rng, 100_000 + n * 40 + i) for i in range(40)] for n in range(onto // 40)]
@@ -341,7 +341,7 @@ def test_a_bulk_load_leaves_big_merges_to_its_end(monkeypatch: pytest.MonkeyPatc
     assert most_chunks[0] > max(len(postings._chunks) for postings in one_by_one._collections["c"].index.postings.values())
     chunks = {path: len(postings._chunks) for path, postings in index.postings.items()}
     if onto:
-        assert all(postings_module._due_merge(postings._chunks) is None for postings in index.postings.values())
+        assert all(merges_module.due_merge(postings._chunks) is None for postings in index.postings.values())
         assert max(chunks.values()) > 1
     else:
         assert chunks == dict.fromkeys(index.postings, 1)

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import roarsearch.index.postings as postings_module
+import roarsearch.index.merges as merges_module
 from roarsearch import Engine
-from roarsearch.index.postings import MERGE_FACTOR, MERGE_RATIO, FieldPostings
+from roarsearch.index.merges import MERGE_FACTOR, MERGE_RATIO
+from roarsearch.index.postings import FieldPostings
 
 
 def _batches(seed: int, count: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -39,8 +40,8 @@ def _tokens(postings: FieldPostings, term: int) -> list[tuple[int, int]]:
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), count=st.integers(2, 40), threshold=st.sampled_from([8, 64, 512]))
 def test_background_merges_keep_every_token(seed: int, count: int, threshold: int) -> None:
-    original = postings_module.BACKGROUND_MERGE_TOKENS
-    postings_module.BACKGROUND_MERGE_TOKENS = threshold  # nearly every merge goes to the thread
+    original = merges_module.BACKGROUND_MERGE_TOKENS
+    merges_module.BACKGROUND_MERGE_TOKENS = threshold  # nearly every merge goes to the thread
     try:
         postings = FieldPostings()
         expected: dict[int, list[tuple[int, int]]] = {}
@@ -52,7 +53,7 @@ def test_background_merges_keep_every_token(seed: int, count: int, threshold: in
             assert _tokens(postings, term) == sorted(expected[term])
         postings.wait_for_merges()
     finally:
-        postings_module.BACKGROUND_MERGE_TOKENS = original
+        merges_module.BACKGROUND_MERGE_TOKENS = original
     for term in range(12):
         assert _tokens(postings, term) == sorted(expected.get(term, []))
         assert sorted(postings.bitmap([term])) == sorted({doc for doc, _ in expected.get(term, [])})
@@ -69,12 +70,12 @@ def settled(sizes: list[int]) -> bool:
 def test_a_merge_whose_chunks_were_replaced_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     """A reader's full merge replaces the chunks a background merge was reading: the background
     result is not swapped in (it would duplicate tokens)."""
-    monkeypatch.setattr(postings_module, "BACKGROUND_MERGE_TOKENS", 8)
+    monkeypatch.setattr(merges_module, "BACKGROUND_MERGE_TOKENS", 8)
     postings = FieldPostings()
     expected: list[tuple[int, int]] = []
     # The merge gate held, the background merge picks its chunks and waits at the gate (a
     # module function replaced by the test would not be seen by the compiled module's calls).
-    with postings_module.merges_held():
+    with merges_module.merges_held():
         for docs, terms, positions in _batches(7, 6):
             postings.add(docs, np.zeros_like(terms), positions)
             expected += list(zip(docs.tolist(), positions.tolist()))
@@ -88,7 +89,7 @@ def test_a_merge_whose_chunks_were_replaced_is_dropped(monkeypatch: pytest.Monke
 
 
 def test_close_waits_for_merges_and_saves_them(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(postings_module, "BACKGROUND_MERGE_TOKENS", 64)
+    monkeypatch.setattr(merges_module, "BACKGROUND_MERGE_TOKENS", 64)
     with Engine(str(tmp_path)) as engine:
         for first in range(0, 400, 20):
             engine.add_records("docs", [{"id": i, "text": f"alpha beta w{i % 7}"} for i in range(first, first + 20)])

@@ -112,11 +112,11 @@ def test_the_sweep_after_a_release_unmaps_what_readers_held(monkeypatch: pytest.
 
 
 def test_lazy_columns_and_snapshot_files_are_kept_mappings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from roarsearch.index import postings as postings_module
-    from roarsearch.index.postings import LazyColumn, pack_column
+    from roarsearch.index import blocks as blocks_module
+    from roarsearch.index.blocks import LazyColumn, pack_column
     from roarsearch.storage.fs import FileSystem
 
-    monkeypatch.setattr(postings_module, "SMALL_PAGES_BYTES", 1 << 12)
+    monkeypatch.setattr(blocks_module, "SMALL_PAGES_BYTES", 1 << 12)
     values = np.arange(5_000, dtype=np.uint32)
     column = LazyColumn(*pack_column(values, True), values.size, np.uint32, True)
     (tmp_path / "file").write_bytes(b"x" * 5000)
@@ -135,9 +135,9 @@ _SETTLE_BESIDE_SEARCHES = textwrap.dedent("""
     import faulthandler, random, shutil, sys, threading
     faulthandler.enable()
     from roarsearch import Engine, datasets
-    from roarsearch.index import postings as postings_module
+    from roarsearch.index import blocks as blocks_module
 
-    postings_module.SMALL_PAGES_BYTES = 1 << 12  # every loaded column in a mapping of its own, as big ones are
+    blocks_module.SMALL_PAGES_BYTES = 1 << 12  # every loaded column in a mapping of its own, as big ones are
     base, rounds = sys.argv[1], int(sys.argv[2])
     movies = datasets.load_movies(15000)
     with Engine(base + "/built") as engine:

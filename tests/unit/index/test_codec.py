@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roarsearch.index import codec
-from roarsearch.index.postings import PACK_BLOCK_VALUES, LazyColumn, _shuffle, pack_column
+from roarsearch.index.blocks import PACK_BLOCK_VALUES, LazyColumn, _shuffle, pack_column
 
 
 @given(st.binary(max_size=5000), st.sampled_from([1, 2, 3]))

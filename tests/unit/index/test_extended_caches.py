@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roarsearch import Engine
+from roarsearch.index import chunks as chunks_module
 from roarsearch.index import postings as postings_module
 from roarsearch.index.cache import IndexCache
 from roarsearch.index.columns import NumericColumn, ValueColumn
@@ -72,20 +73,20 @@ def test_a_union_gathers_only_the_chunks_added_since() -> None:
     assert postings.bitmap(query) is first  # nothing added: the kept union itself
     old_chunks = list(postings._chunks)
     read: list[int] = []
-    original = postings_module._Chunk.ranges
+    original = chunks_module.Chunk.ranges
 
-    def counting(chunk: postings_module._Chunk, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def counting(chunk: chunks_module.Chunk, term_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         read.append(id(chunk))
         return original(chunk, term_ids)
 
     interpreted = postings_module.__file__.endswith(".py")  # a compiled class's methods stay as built
     if interpreted:
-        postings_module._Chunk.ranges = counting  # type: ignore[method-assign]
+        chunks_module.Chunk.ranges = counting  # type: ignore[method-assign]
     try:
         next_doc = _add(postings, model, next_doc, [(0, 3), (2, 30)])
         extended = postings.bitmap(query)
     finally:
-        postings_module._Chunk.ranges = original  # type: ignore[method-assign]
+        chunks_module.Chunk.ranges = original  # type: ignore[method-assign]
     assert len(postings._chunks) == 3 and all(map(operator.is_, postings._chunks[:2], old_chunks))
     assert set(extended) == set(first) | {next_doc - 4}
     if interpreted:

@@ -20,17 +20,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from roarsearch.index import postings as postings_module
+from roarsearch.index import blocks as blocks_module
+from roarsearch.index import merges as merges_module
+from roarsearch.index.blocks import LazyColumn, pack_column, unpack_column
 from roarsearch.index.index import Index
-from roarsearch.index.postings import FieldPostings, LazyColumn, pack_column, unpack_column
+from roarsearch.index.postings import FieldPostings
 from roarsearch.index.state import index_from_state, index_to_state
 
 
 @pytest.mark.parametrize("block", [3, 1 << 16])
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint32])
 def test_columns_round_trip(monkeypatch: pytest.MonkeyPatch, block: int, dtype: type) -> None:
-    monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", block)
-    monkeypatch.setattr(postings_module, "WHOLE_COLUMN_VALUES", 16 * block)
+    monkeypatch.setattr(blocks_module, "PACK_BLOCK_VALUES", block)
+    monkeypatch.setattr(blocks_module, "WHOLE_COLUMN_VALUES", 16 * block)
     rng = np.random.default_rng(7)
     high = np.iinfo(dtype).max
     values = np.concatenate([np.sort(rng.integers(0, high, 50)), [high, 0, 5, high],
@@ -60,11 +62,11 @@ def test_columns_of_older_snapshots_read_in_their_larger_blocks(monkeypatch: pyt
     tells a reader which, and a first read inflates only the block it needs, either way."""
     values = np.cumsum(np.random.default_rng(3).integers(0, 5, 150_000)).astype(np.uint32)
     with monkeypatch.context() as patched:
-        patched.setattr(postings_module, "PACK_BLOCK_VALUES", postings_module.LEGACY_PACK_BLOCK_VALUES)
+        patched.setattr(blocks_module, "PACK_BLOCK_VALUES", blocks_module.LEGACY_PACK_BLOCK_VALUES)
         legacy = pack_column(values, True)
     current = pack_column(values, True)
     assert (legacy[1].size, current[1].size) == (3, 10)
-    monkeypatch.setattr(postings_module, "WHOLE_COLUMN_VALUES", 1)  # block by block, however few
+    monkeypatch.setattr(blocks_module, "WHOLE_COLUMN_VALUES", 1)  # block by block, however few
     for data, ends in (legacy, current):
         column = LazyColumn(data, ends, values.size, np.uint32, True)
         assert column.read(70_000, 70_010).tolist() == values[70_000:70_010].tolist()
@@ -91,16 +93,18 @@ def answers(index: Index) -> dict[str, Any]:
 def test_loaded_chunks_inflate_on_first_read_and_save_as_loaded() -> None:
     index = build(300)
     state = index_to_state(index)
-    assert state["version"] == 5
+    assert state["version"] == 6
     loaded = index_from_state(state)
     chunks = loaded.postings["title"]._chunks
     assert chunks and not any(chunk._docs.ready.any() or chunk._positions.ready.any() for chunk in chunks)
     star = loaded.lexicon.id_of("star")
     assert star is not None
     assert sorted(loaded.postings["title"].bitmap([star])) == sorted(index.postings["title"].bitmap([star]))
-    assert any(chunk._docs.ready.any() for chunk in chunks) and not any(chunk._positions.ready.any() for chunk in chunks)
+    # A term's docs come from its saved doc set: reading them inflates no token block.
+    assert not any(chunk._docs.ready.any() or chunk._positions.ready.any() for chunk in chunks)
     again = index_to_state(loaded)["postings"]["title"]["chunks"]
-    assert [chunk["packed_docs"] for chunk in again] == [chunk["packed_docs"] for chunk in state["postings"]["title"]["chunks"]]
+    for key in ("packed_docs", "doc_sets", "doc_set_offsets"):
+        assert [bytes(chunk[key]) for chunk in again] == [bytes(chunk[key]) for chunk in state["postings"]["title"]["chunks"]]
     assert answers(loaded) == answers(index)
 
 
@@ -116,6 +120,7 @@ def _as_version_2(state: dict[str, Any]) -> dict[str, Any]:
             chunk["token_docs"] = unpack_column(chunk.pop("packed_docs"), doc_ends, tokens, np.uint32, True, starts).tobytes()
             chunk["token_positions"] = unpack_column(chunk.pop("packed_positions"), position_ends, tokens,
                                                      position_type, False, starts).tobytes()
+            del chunk["doc_sets"], chunk["doc_set_offsets"]
     return {**state, "version": 2}
 
 
@@ -133,9 +138,11 @@ def test_fresh_postings_pack_without_loading() -> None:
     postings = FieldPostings()
     postings.add(np.asarray([0, 0, 1], dtype=np.uint32), np.asarray([4, 2, 4], dtype=np.uint32),
                  np.asarray([0, 1, 0], dtype=np.uint32))
-    (terms, counts, packed), = postings.packed_chunks()
+    (terms, counts, packed, doc_sets), = postings.packed_chunks()
     assert terms.tolist() == [2, 4] and counts.tolist() == [1, 2] and packed.tokens == 3
     assert unpack_column(packed.docs, packed.doc_ends, 3, np.uint32, True).tolist() == [0, 0, 1]
+    assert [list(doc_sets.bitmap(slot)) for slot in range(2)] == [[0], [0, 1]]
+    assert postings._chunks[0].doc_sets is doc_sets  # written once, kept with the chunk
 
 
 def _unpacked_columns(state: dict[str, Any]) -> dict[str, Any]:
@@ -214,12 +221,12 @@ def _pack_tiny_merges(monkeypatch: pytest.MonkeyPatch) -> None:
     """Thresholds made tiny: merges of a few hundred tokens write docs and positions packed, in
     blocks of at most 7 values (terms of fewer than 3 tokens sharing blocks of 3 or 4) and slabs
     of 13 tokens."""
-    monkeypatch.setattr(postings_module, "PACK_BLOCK_VALUES", 7)
-    monkeypatch.setattr(postings_module, "SMALL_BLOCK_VALUES", 3)
-    monkeypatch.setattr(postings_module, "WHOLE_COLUMN_VALUES", 16 * 7)
-    monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 50)
-    monkeypatch.setattr(postings_module, "PACKED_SLAB_TOKENS", 13)
-    monkeypatch.setattr(postings_module, "PACK_POSITIONS_TOKENS", 300)
+    monkeypatch.setattr(blocks_module, "PACK_BLOCK_VALUES", 7)
+    monkeypatch.setattr(blocks_module, "SMALL_BLOCK_VALUES", 3)
+    monkeypatch.setattr(blocks_module, "WHOLE_COLUMN_VALUES", 16 * 7)
+    monkeypatch.setattr(merges_module, "PACK_MERGED_TOKENS", 50)
+    monkeypatch.setattr(merges_module, "PACKED_SLAB_TOKENS", 13)
+    monkeypatch.setattr(merges_module, "PACK_POSITIONS_TOKENS", 300)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -228,15 +235,15 @@ def test_merges_written_packed_answer_like_raw_ones(monkeypatch: pytest.MonkeyPa
     bitmaps and occurrences as raw merges, keep nothing inflated, and stay exact when merged again,
     saved and loaded, or upserted into."""
     batches = _batches(seed, 400)
-    monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 1 << 40)
+    monkeypatch.setattr(merges_module, "PACK_MERGED_TOKENS", 1 << 40)
     raw = Index()
     for batch in batches:
         raw.add_records(batch)
     _pack_tiny_merges(monkeypatch)
     # Joining a packed column's parts hands freed pages back as it copies (every 20 bytes here).
     trims = []
-    monkeypatch.setattr(postings_module, "TRIM_COPIED_BYTES", 20)
-    monkeypatch.setattr(postings_module, "release_free_memory", lambda: trims.append(1))
+    monkeypatch.setattr(merges_module, "TRIM_COPIED_BYTES", 20)
+    monkeypatch.setattr(merges_module, "release_free_memory", lambda: trims.append(1))
     packed = Index()
     for batch in batches:
         packed.add_records(batch)
@@ -265,7 +272,7 @@ def test_a_merge_still_running_while_the_interpreter_exits_packs_in_its_own_thre
     import concurrent.futures.thread as pool_module
 
     batches = _batches(4, 300)
-    monkeypatch.setattr(postings_module, "PACK_MERGED_TOKENS", 1 << 40)
+    monkeypatch.setattr(merges_module, "PACK_MERGED_TOKENS", 1 << 40)
     raw = Index()
     for batch in batches:
         raw.add_records(batch)
@@ -286,7 +293,7 @@ def test_large_lazy_columns_get_ordinary_pages_of_their_own(monkeypatch: pytest.
     ``SMALL_PAGES_BYTES`` its values live in an anonymous mapping of their own."""
     import mmap
 
-    monkeypatch.setattr(postings_module, "SMALL_PAGES_BYTES", 1 << 12)
+    monkeypatch.setattr(blocks_module, "SMALL_PAGES_BYTES", 1 << 12)
     values = np.arange(5_000, dtype=np.uint32) * 3
     data, ends = pack_column(values, True)
     column = LazyColumn(data, ends, values.size, np.uint32, True)

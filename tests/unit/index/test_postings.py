@@ -9,8 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roarsearch.index import postings as postings_module
-from roarsearch.index.postings import DocMask, FewDocs, FieldPostings, _Chunk
+from roarsearch.index import chunks as chunks_module
+from roarsearch.index import positions as positions_module
+from roarsearch.index.chunks import Chunk
+from roarsearch.index.positions import DocMask, FewDocs
+from roarsearch.index.postings import FieldPostings
 
 
 def _postings(seed: int, batches: int) -> FieldPostings:
@@ -83,10 +86,10 @@ def test_a_chunk_from_term_groups_equals_one_from_term_sorted_tokens(tokens: lis
     grouped = sorted(tokens, key=lambda token: local.index(token[0]))  # stable: text order in a term
     term_ids = np.asarray([ids[term] for term in local], dtype=np.int64)
     counts = np.asarray([sum(1 for token in tokens if token[0] == term) for term in local], dtype=np.int64)
-    from_groups = _Chunk.from_groups(term_ids, counts, np.asarray([doc for _t, doc, _p in grouped], dtype=np.uint32),
+    from_groups = Chunk.from_groups(term_ids, counts, np.asarray([doc for _t, doc, _p in grouped], dtype=np.uint32),
                                      np.asarray([position for _t, _d, position in grouped], dtype=np.int64))
     by_id = sorted(tokens, key=lambda token: ids[token[0]])
-    from_sorted = _Chunk.from_sorted(np.asarray([ids[term] for term, _d, _p in by_id], dtype=np.uint32),
+    from_sorted = Chunk.from_sorted(np.asarray([ids[term] for term, _d, _p in by_id], dtype=np.uint32),
                                      np.asarray([doc for _t, doc, _p in by_id], dtype=np.uint32),
                                      np.asarray([position for _t, _d, position in by_id], dtype=np.uint32))
     assert from_groups.terms.tolist() == from_sorted.terms.tolist()
@@ -104,8 +107,8 @@ def test_positions_in_matches_the_masked_gather(seed: int, span_limit: int, list
     """Each doc's positions, read per doc or as one span of the term's tokens, or with the term's
     tokens read whole as lists (every path), are its tokens' positions in order, over several
     chunks and several terms."""
-    monkeypatch.setattr(postings_module, "_SPAN_READ_PER_DOC", span_limit)
-    monkeypatch.setattr(postings_module, "_LIST_READ_TOKENS", list_limit)
+    monkeypatch.setattr(positions_module, "_SPAN_READ_PER_DOC", span_limit)
+    monkeypatch.setattr(positions_module, "_LIST_READ_TOKENS", list_limit)
     postings = _postings(seed, 1 + seed % 3)
     generator = np.random.default_rng(seed)
     docs = np.unique(generator.integers(0, 300 * (1 + seed % 3) + 5, 1 + seed * 7)).astype(np.uint32)
@@ -152,11 +155,11 @@ def test_occurrences_in_may_read_a_rare_term_whole(whole_up_to: int) -> None:
 def test_a_chunk_remembers_term_ranges_correctly_and_boundedly(remembered: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """``range_of`` answers from its remembered ranges as from the term array, present and absent
     terms alike, asked again and in any order, and never remembers more than its bound."""
-    monkeypatch.setattr(postings_module, "REMEMBERED_RANGES", remembered)
+    monkeypatch.setattr(chunks_module, "REMEMBERED_RANGES", remembered)
     generator = np.random.default_rng(3)
     term_ids = generator.integers(0, 40, 500).astype(np.uint32)
     order = np.argsort(term_ids, kind="stable")
-    chunk = _Chunk.from_sorted(term_ids[order], np.arange(500, dtype=np.uint32)[order],
+    chunk = Chunk.from_sorted(term_ids[order], np.arange(500, dtype=np.uint32)[order],
                                np.zeros(500, dtype=np.uint32))
     expected = {term: (int(np.searchsorted(term_ids[order], term)), int(np.searchsorted(term_ids[order], term, side="right")))
                 for term in range(45)}
@@ -170,7 +173,7 @@ def test_a_chunk_remembers_term_ranges_correctly_and_boundedly(remembered: int, 
 def test_positions_in_reads_the_last_doc_id_a_uint32_holds(list_limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The doc after 2^32 - 1 wraps to 0 as a uint32: that doc's positions are still all read
     (searched for, and with the term's few tokens read whole)."""
-    monkeypatch.setattr(postings_module, "_LIST_READ_TOKENS", list_limit)
+    monkeypatch.setattr(positions_module, "_LIST_READ_TOKENS", list_limit)
     last = (1 << 32) - 1
     postings = FieldPostings()
     postings.add(np.asarray([5, 5, last, last, last], dtype=np.uint32), np.asarray([1, 1, 1, 1, 2], dtype=np.uint32),

@@ -20,9 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roarsearch.index import postings as postings_module
+from roarsearch.index import blocks as blocks_module
+from roarsearch.index.blocks import PACK_BLOCK_VALUES, SMALL_BLOCK_VALUES, LazyColumn, block_starts, pack_column, unpack_column
 from roarsearch.index.index import Index
-from roarsearch.index.postings import PACK_BLOCK_VALUES, SMALL_BLOCK_VALUES, LazyColumn, block_starts, pack_column, unpack_column
+from roarsearch.index.positions import FewDocs
 from roarsearch.index.state import index_from_state, index_to_state
 
 _term_sizes = st.lists(st.one_of(st.integers(1, 40), st.integers(1, 3 * SMALL_BLOCK_VALUES),
@@ -125,16 +126,24 @@ def _rare_word_index() -> Index:
 
 def test_a_rare_word_inflates_a_small_block_of_a_saved_index(monkeypatch: pytest.MonkeyPatch) -> None:
     index = _rare_word_index()
-    monkeypatch.setattr(postings_module, "WHOLE_COLUMN_VALUES", 1)  # block by block, however few
+    monkeypatch.setattr(blocks_module, "WHOLE_COLUMN_VALUES", 1)  # block by block, however few
     loaded = index_from_state(index_to_state(index))
     postings = loaded.postings["title"]
     assert sum(chunk.size for chunk in postings._chunks) > 4 * PACK_BLOCK_VALUES
     rare = loaded.lexicon.id_of("zzrare")
     assert rare is not None
-    assert sorted(postings.bitmap([rare])) == sorted(index.postings["title"].bitmap([rare]))
-    inflated = sum(int(np.diff(np.append(chunk._docs.starts, chunk.size))[chunk._docs.ready].sum())
+    docs = sorted(postings.bitmap([rare]))
+    assert docs == sorted(index.postings["title"].bitmap([rare]))
+
+    def inflated() -> int:
+        return sum(int(np.diff(np.append(chunk._docs.starts, chunk.size))[chunk._docs.ready].sum())
                    for chunk in postings._chunks if isinstance(chunk._docs, LazyColumn))
-    assert 0 < inflated < 2 * SMALL_BLOCK_VALUES * len(postings._chunks)
+
+    assert inflated() == 0  # its docs come from the saved doc sets
+    # Its positions (what ranking reads) inflate a small block per chunk holding it.
+    expected = index.postings["title"].positions_in([rare], FewDocs(docs))
+    assert postings.positions_in([rare], FewDocs(docs)) == expected and expected
+    assert 0 < inflated() < 2 * SMALL_BLOCK_VALUES * len(postings._chunks)
 
 
 def _as_version_4(state: dict[str, Any]) -> dict[str, Any]:
@@ -145,6 +154,7 @@ def _as_version_4(state: dict[str, Any]) -> dict[str, Any]:
             position_type = np.uint16 if chunk["position_bytes"] == 2 else np.uint32
             tokens = chunk["tokens"]
             starts = np.frombuffer(chunk.pop("block_starts"), dtype=np.uint64).astype(np.int64)
+            del chunk["doc_sets"], chunk["doc_set_offsets"]  # version 4 saved no doc sets
             for column, ends_key, dtype, delta in (("packed_docs", "doc_ends", np.uint32, True),
                                                    ("packed_positions", "position_ends", position_type, False)):
                 values = unpack_column(chunk[column], np.frombuffer(chunk[ends_key], dtype=np.uint64), tokens,
