@@ -202,7 +202,9 @@ def _packed_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, Packed
 def index_from_state(state: dict[str, Any]) -> Index:
     """Rebuild an :class:`Index` from :func:`index_to_state` output without re-analysing records."""
     if state.get("version") not in READABLE_STATE_VERSIONS:
-        raise ValueError(f"unsupported index state version {state.get('version')!r}")
+        raise ValueError(f"index state version {state.get('version')!r} is not one this roarsearch reads "
+                         f"({', '.join(map(str, READABLE_STATE_VERSIONS))}): a newer roarsearch wrote it; "
+                         "open the directory with that version (or export its records with it and import them here)")
     index = Index()
     docs_state = state["docs"]
     docstore = index.docs

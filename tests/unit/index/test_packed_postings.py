@@ -323,3 +323,23 @@ def test_packed_merges_are_saved_and_reopened_by_a_durable_engine(tmp_path, monk
         assert any(chunk.packed is not None for chunk in chunks)
     with Engine(str(tmp_path)) as engine:
         assert answers(engine._collections["c"].index) == answers(raw)
+
+
+def test_a_newer_index_state_is_refused_by_its_version() -> None:
+    state = index_to_state(build(50))
+    with pytest.raises(ValueError, match=r"index state version 7 is not one this roarsearch reads \(1, 2, 3, 4, 5, 6\)"):
+        index_from_state({**state, "version": 7})
+
+
+def test_a_version_5_state_without_doc_sets_reads_and_gains_them_when_saved_again() -> None:
+    index = build(400)
+    state = index_to_state(index)
+    for saved in state["postings"].values():
+        for chunk in saved["chunks"]:
+            del chunk["doc_sets"], chunk["doc_set_offsets"]
+    loaded = index_from_state({**state, "version": 5})
+    assert all(chunk.doc_sets is None for chunk in loaded.postings["title"]._chunks)
+    assert answers(loaded) == answers(index)
+    saved_again = index_to_state(loaded)["postings"]["title"]["chunks"]
+    assert all(len(chunk["doc_sets"]) for chunk in saved_again)
+    assert answers(index_from_state(index_to_state(loaded))) == answers(index)
