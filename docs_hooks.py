@@ -38,3 +38,12 @@ def on_nav(nav: Any, config: Any, files: Files) -> Any:
         if file.src_uri not in listed:
             log.warning("docs/%s is not in the nav of mkdocs.yml", file.src_uri)
     return nav
+
+
+ROLE = re.compile(r":(?:class|func|meth|mod|attr|exc|data|obj):(?=<code>)")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
+    # Docstrings name other objects with Sphinx roles (:class:`Engine`); the API page shows the
+    # name as code, without the role.
+    return ROLE.sub("", html)
