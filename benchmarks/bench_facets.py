@@ -1,4 +1,4 @@
-"""Facet, grouping and facet value search latency at 1M places (issue 3, items 4-9).
+"""Facet, grouping and facet value search latency at 1M places.
 
 What's measured, on ``benchmarks.datasets`` places (234,908 real GeoNames places scaled up with
 new ids to ``--records``, 1M by default; fields kept: name, countryCode ~250 values, timezone

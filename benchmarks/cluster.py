@@ -1,4 +1,4 @@
-"""Sharded engine figures (issue 16): ingest and search throughput with 1, 2 and 4 shards against
+"""Sharded engine figures: ingest and search throughput with 1, 2 and 4 shards against
 one in-process Engine, the merge overhead per request, and memory and disk per record.
 
 What's measured, on the same records and requests:

@@ -1,4 +1,4 @@
-"""Core engine figures of issue 2: ingest, memory, one- and two-word query latency at 1M records.
+"""Core engine figures: ingest, memory, one- and two-word query latency at 1M records.
 
 What's measured: in-memory ingest (``Engine()``, no path) in batches of 10,000 records read from
 the JSON Lines cache (records/s over the whole load); resident memory the engine holds after the
@@ -7,7 +7,7 @@ process's peak (VmHWM), both compared with the size of the JSON Lines file; p50/
 warm, of one-word queries (the saved rare/medium/common one-word workloads) and of two-word AND
 queries (the saved two-word multi-word workloads), sent as a user types them: default
 ``typoTolerance`` (1), the last word also a prefix, ``count`` 30.
-Targets (issue 2): ingest >= 50,000 records/s; one-word p50 <= 1 ms; two-word p50 <= 2 ms;
+Targets: ingest >= 50,000 records/s; one-word p50 <= 1 ms; two-word p50 <= 2 ms;
 resident memory <= 3x the JSON Lines size.
 
 Corpus: ``benchmarks.datasets`` (default ``places``: 234,908 real GeoNames places, scaled up

@@ -26,7 +26,7 @@ Corpora:
   their correlations stay real), appends one real title word (real frequency) to its title, and
   recasts it: each cast member and the director are redrawn from the real cast and director lists
   with their real frequencies (a star who plays in 40 films stays 40× as likely).
-- ``packages`` — Debian package descriptions (issue 17's text-heavy case): the apt index files
+- ``packages`` — Debian package descriptions (the text-heavy case): the apt index files
   of Debian 12 "bookworm" main + updates + security, fetched once by
   ``python -m benchmarks.datasets --fetch`` (``apt-get update`` through the machine's configured
   mirror into the private, git-ignored ``benchmarks/.cache/apt-lists/``, English descriptions

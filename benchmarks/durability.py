@@ -1,4 +1,4 @@
-"""Durable engine figures (issue 5): ingest with fsync, single-record adds, open time, disk size.
+"""Durable engine figures: ingest with fsync, single-record adds, open time, disk size.
 
 What's measured: ingest in batches of 10,000 into ``Engine(path)`` (every batch in the
 write-ahead log and fsynced before ``add_records`` returns; snapshots as they fall due) against

@@ -1,4 +1,4 @@
-"""Ingest figures of issue 17, side by side: records/s, peak and resident memory, disk, open time.
+"""Ingest figures, engine beside engine: records/s, peak and resident memory, disk, open time.
 
 What's measured, per engine, each in its own processes (so every memory figure is that engine's):
 - a *build* process streams the corpus' JSON Lines cache in batches of 10,000 through the engine's
@@ -20,7 +20,7 @@ What's measured, per engine, each in its own processes (so every memory figure i
 - an *open* process reopens that directory and runs one query (the first ``one_word_medium``
   entry of the corpus' workload): open time is the reopen plus that query, and its resident
   memory after them is "RSS after reopen".
-Ratios are to tantivy. Targets (issue 17), for roarsearch: ingest >= 0.5x tantivy's records/s;
+Ratios are to tantivy. Targets, for roarsearch: ingest >= 0.5x tantivy's records/s;
 peak RSS <= 2x tantivy's; resident after build <= 1.5 GB; disk <= 0.5x the JSON Lines bytes;
 open <= 3 s.
 
@@ -233,7 +233,7 @@ def markdown(report: dict[str, Any]) -> str:
             ("disk vs JSON Lines", ours["disk_mb"] / jsonl_mb, TARGETS["disk_vs_jsonl"], False, "×"),
             ("open + 1 query, s", ours.get("open_s"), TARGETS["open_s"], False, ""),
         ]
-        lines += ["", "| roarsearch (issue 17 target) | measured | target | met |", "|---|---|---|---|"]
+        lines += ["", "| roarsearch against its targets | measured | target | met |", "|---|---|---|---|"]
         for label, value, target, at_least, unit in figures:
             met = "—" if value is None else "yes" if (value >= target if at_least else value <= target) else "no"
             shown = "—" if value is None else f"{value:,.2f}{unit}" if unit else f"{value:,}"

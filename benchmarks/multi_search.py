@@ -1,4 +1,4 @@
-"""Multi-search: sequential vs a thread pool (issue 14), and the cost of settings on search.
+"""Multi-search: sequential vs a thread pool, and the cost of settings on search.
 
 What's measured, on the real places (``roarsearch.datasets.load_places``): the wall time of
 ``engine.multi_search`` over batches of 100 searches (one-typo words, prefixes, three-word queries

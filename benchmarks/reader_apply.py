@@ -4,7 +4,7 @@ A durable collection of package records is built (or copied from ``--built``), t
 new records are written to it by a writer ``Engine`` that files each batch's analysis
 (``storage/shared_analysis.py``), as the service's writer does. Two followers
 (``FollowerEngine``) apply every batch: one takes the writer's analysis, the other analyses the
-texts itself, as readers did before session 23. Printed: the median CPU time of the writer's add
+texts itself, as a reader does without the writer's analysis. Printed: the median CPU time of the writer's add
 and of each follower's catch-up, per batch (``time.thread_time``: only the thread's own CPU).
 
     python -m benchmarks.reader_apply [--records 100000] [--batches 15] [--batch-size 1000] [--built DIR]

@@ -1,4 +1,4 @@
-"""Responsiveness under the most expensive requests the bounds allow (issue 12).
+"""Responsiveness under the most expensive requests the bounds allow.
 
 What's measured: a real ``roarsearch serve`` on 127.0.0.1 holding 100,000 real places
 (``roarsearch.datasets.load_places(500)``, first 100,000 by GeoNames id). First every candidate
@@ -14,7 +14,7 @@ Candidates (each at the bound, so one more entry would be a 400):
 - ``facets-1000``: 1,000 ``textFacets`` (``alternateNames`` repeated, the field with most values),
   ``facetCount`` 10,000; ``facets-1000-distinct``: the 5 text fields and 995 that no record holds;
 - ``facet-filter-1000x1000``: ``textFacetFilters`` of 1,000 fields × 1,000 values (about 11 MB;
-  over the 10,000-values total bound added for issue 12, so now a 400);
+  over the 10,000-values total bound, so now a 400);
 - ``facet-filter-10k``: at that bound: 1,000 values on each of the 5 text fields, 10 on each of
   495 others, and ``textFacets`` on all 500 (each counted without its own filter);
 - ``numeric-1000x1000``: ``numericFacets`` and ``numericFacetFilters`` of 1,000 fields × 1,000
@@ -24,10 +24,10 @@ Candidates (each at the bound, so one more entry would be a 400):
 - ``filter-16k``: a 16 KiB filter of ``OR``-ed comparisons on a many-valued text field;
 - ``skip-deep-sort``: ``skip`` 99,000 with ``sort`` on three keys and ``count`` 1,000;
 - ``group-deep``: ``groupBy`` ``countryCode`` with ``groupLimit`` 1,000, ``count`` 1,000 (a page of
-  up to a million records; over the 10,000-results bound added for issue 12, so now a 400);
+  up to a million records; over the 10,000-results bound, so now a 400);
   ``group-10k``: at that bound, 10 groups of up to 1,000.
 
-Also bounded for issue 12 after these measurements: the search routes take bodies of at most
+Also bounded after these measurements: the search routes take bodies of at most
 4 MiB (a 14 MB or 29 MB body is now a 413 answered from ``Content-Length``, not decoded).
 
 How to run: ``python -m benchmarks.responsiveness [--records 100000] [--seconds 10] [--clients 3]

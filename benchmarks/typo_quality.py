@@ -1,4 +1,4 @@
-"""Typo tolerance quality and speed on real place names (issue 4).
+"""Typo tolerance quality and speed on real place names.
 
 What's measured: for target places drawn at random, the query is the place's name with one
 typo injected into one word (substitution, deletion, insertion or swap of adjacent letters; words
@@ -13,7 +13,7 @@ targets are drawn among places whose name is Latin-script letters and shared by 
 
 How to run: ``python -m benchmarks.typo_quality [--records 1000000] [--targets 500] [--json]``
 
-Relevance matrix (issue 14), ``python -m benchmarks.typo_quality --relevance [--targets 1000] [--json]``:
+Relevance matrix, ``python -m benchmarks.typo_quality --relevance [--targets 1000] [--json]``:
 on the real places of ``roarsearch.datasets.load_places`` (34,006 places of 15,000+ people, no
 scaled copies), recall@10 and MRR for one typo (words of 5+ letters, typoTolerance 1) and two typos
 (words of 8+ letters, typoTolerance 2), each typed as you type (no trailing space: the last word is
@@ -101,7 +101,7 @@ def typo_cases(records: list[dict[str, Any]], targets: int, seed: int = 17) -> t
 
 
 def relevance(targets: int) -> dict[str, Any]:
-    """The issue-14 matrix on the real places: typos × as-you-type/complete × customRanking."""
+    """The relevance matrix on the real places: typos × as-you-type/complete × customRanking."""
     from roarsearch.datasets import load_places
 
     records = load_places()
@@ -126,7 +126,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--targets", type=int, default=500)
     parser.add_argument("--relevance", action="store_true",
-                        help="the issue-14 relevance matrix on the real places (load_places) instead")
+                        help="the relevance matrix on the real places (load_places) instead")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.relevance:

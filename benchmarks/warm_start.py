@@ -1,4 +1,4 @@
-"""Warm start (issue 13 item 5): what the first requests after opening a durable collection cost.
+"""Warm start: what the first requests after opening a durable collection cost.
 
 What's measured: a durable ``Engine(path)`` is built from the places corpus (batches of 10,000,
 closed: one snapshot) with its ingest time and the snapshot's size; then every probe runs in a

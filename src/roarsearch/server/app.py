@@ -444,7 +444,7 @@ class FastSearch:
     A search runs on the event loop when searches of its shape have run here before, each in less
     than a switch interval of CPU; otherwise in a worker thread (:mod:`roarsearch.server.placement`).
     All on the loop, one long search held every short one behind it (an earlier engine's 30 ms
-    searches, issue-18 mix, 2 workers: p99 467 ms on the loop, 189 ms in threads); all in threads,
+    searches, the HTTP load benchmark's mix, 2 workers: p99 467 ms on the loop, 189 ms in threads); all in threads,
     the hand-offs cost about a fifth of a short search's time over HTTP. Searches go on while a
     write runs in this process (the write has its own thread, and holds searches out only while it
     commits its prepared batch).

@@ -1,9 +1,9 @@
 """Where the service runs a search: on the event loop, or in a worker thread.
 
 Owns: that choice, request by request (:class:`SearchPlacement`). A search run on the event loop
-skips two thread hand-offs (a queue, a wake-up and the GIL passed over, then back): on the issue-18
-mix, 2 workers, 100k packages, about 7 % more searches/s read-only and 13 % more with a writer
-(docs/benchmarks.md, HTTP load, session 20). But while it runs nothing else on its worker does,
+skips two thread hand-offs (a queue, a wake-up and the GIL passed over, then back): on the HTTP load
+benchmark's mix, 2 workers, 100k packages, about 7 % more searches/s read-only and 13 % more with a
+writer (docs/benchmarks.md, HTTP load). But while it runs nothing else on its worker does,
 whereas beside a search in a thread the loop keeps answering (the GIL changes hands every switch
 interval). So a search runs on the loop only when this worker has already run searches of the
 same *shape* (:func:`search_shape`: the request without its words) and they took less than one

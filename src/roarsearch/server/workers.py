@@ -100,8 +100,8 @@ class ReaderProgress:
 
     Why: a reader applies a batch once it is durable, while the writer applies it as it is logged,
     so the reader used to finish later, and every read reaching it once the write was acknowledged
-    waited for the rest of the batch (issue-18 load with the writer: 221 reads, 39 ms each at the
-    median). Acknowledging a write once every reader has applied it moves that wait to the write.
+    waited for the rest of the batch (the HTTP load benchmark with its writer: 221 reads, 39 ms each
+    at the median). Acknowledging a write once every reader has applied it moves that wait to the write.
     """
 
     def __init__(self, path: str, workers: int, *, create: bool = False) -> None:
