@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from roarsearch.buffers import Buffer
+from roarsearch.index.bitmaps import array_from_bitmap
 from roarsearch.index.blocks import LazyColumn, block_starts, gather_index, pack_column
 from roarsearch.index.docsets import BUILD_SLAB_TOKENS, DocSets, DocSetsBuilder, term_slabs
 
@@ -238,6 +239,22 @@ class Chunk:
         self._ranges[term] = found
         return found
 
+    def token_docs(self, term: int, start: int, end: int) -> np.ndarray:
+        """The doc of each of tokens ``start:end``, all of ``term``'s. When the term's doc set is
+        ready and holds as many docs as the term has tokens (no doc holds it twice: most rare
+        terms), they are its doc set's docs, and no block of the docs column is inflated for them
+        (ranking reads then only the positions' block)."""
+        doc_sets = self.doc_sets
+        if doc_sets is not None:
+            docs = self._docs
+            if isinstance(docs, LazyColumn) and docs.missing:
+                slot = self.slot_of(term)
+                if slot >= 0:
+                    held = doc_sets.bitmap(slot)
+                    if len(held) == end - start:
+                        return array_from_bitmap(held)
+        return self.docs_in(start, end)[start:end]
+
     def few_tokens(self, term: int, start: int, end: int) -> tuple[list[int], list[int]]:
         """The docs and positions of the term owning tokens ``start:end`` (at most
         :data:`_LIST_READ_TOKENS` of them), as lists. Remembered like :meth:`range_of`'s ranges
@@ -246,7 +263,7 @@ class Chunk:
         found = self._few.get(term)
         if found is not None:
             return found
-        found = (self.docs_in(start, end)[start:end].tolist(), self.positions_in(start, end)[start:end].tolist())
+        found = (self.token_docs(term, start, end).tolist(), self.positions_in(start, end)[start:end].tolist())
         if len(self._few) >= REMEMBERED_RANGES:
             self._few = {}
         self._few[term] = found

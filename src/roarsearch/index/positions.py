@@ -155,7 +155,7 @@ def positions_in(chunks: list[Chunk], term_ids: list[int], docs: FewDocs) -> dic
                 if alone:
                     return found  # one term in one chunk: each doc's positions in order
                 continue
-            term_docs = chunk.docs_in(start, end)[start:end]
+            term_docs = chunk.token_docs(term, start, end)
             positions = chunk.positions_in(start, end)
             bounds = term_docs.searchsorted(docs.edges()).tolist()
             lows, highs = bounds[:count], bounds[count:]

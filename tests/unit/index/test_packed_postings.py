@@ -24,6 +24,7 @@ from roarsearch.index import blocks as blocks_module
 from roarsearch.index import merges as merges_module
 from roarsearch.index.blocks import LazyColumn, pack_column, unpack_column
 from roarsearch.index.index import Index
+from roarsearch.index.positions import FewDocs
 from roarsearch.index.postings import FieldPostings
 from roarsearch.index.state import index_from_state, index_to_state
 
@@ -343,3 +344,17 @@ def test_a_version_5_state_without_doc_sets_reads_and_gains_them_when_saved_agai
     saved_again = index_to_state(loaded)["postings"]["title"]["chunks"]
     assert all(len(chunk["doc_sets"]) for chunk in saved_again)
     assert answers(index_from_state(index_to_state(loaded))) == answers(index)
+
+
+def test_loaded_positions_read_the_same_whether_docs_come_from_doc_sets_or_blocks() -> None:
+    """A term held once per doc takes its tokens' docs from its doc set; one a doc holds twice
+    (``wars wars``) from the docs column: either way the positions read are the original's."""
+    index = build(3_000)
+    loaded = index_from_state(index_to_state(index))
+    original, reloaded = index.postings["title"], loaded.postings["title"]
+    for word in ("star", "wars", "alpha3", "w17", "beta", "star1", "w2999"):
+        term = index.lexicon.id_of(word)
+        assert term is not None
+        docs = sorted(original.bitmap([term]))
+        for few in (docs[:5], docs[-40:], docs[::7][:60]):
+            assert reloaded.positions_in([term], FewDocs(few)) == original.positions_in([term], FewDocs(few))
