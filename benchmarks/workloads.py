@@ -141,6 +141,15 @@ class _Pools:
         self.phrases_by_band = {band: [list(p) for p in sorted({tuple(p) for p in found})]
                                 for band, found in phrases.items()}
         self.keyword_values = _keyword_values(corpus, real)
+        self.base = base
+        # Which base records hold each word (any text field): the model that tells whether a
+        # query with a filter matches among the base records (see make_fresh).
+        self.holding: dict[str, set[int]] = {}
+        for position, record in enumerate(base):
+            for field in corpus.text_fields:
+                for run in _words_of(record.get(field)):
+                    for token in run:
+                        self.holding.setdefault(token, set()).add(position)
         self.common_words = [w for w in self.ranked[:COMMON_RANKS] if w in self.base_words]
         self.numeric_values = {field: sorted({record[field] for record in real
                                               if isinstance(record.get(field), (int, float))})
@@ -226,7 +235,10 @@ def make_fresh(corpus: Corpus, real: list[dict[str, Any]], per_class: int, seed:
     small (a class keeps its character: filters, facets and groups over common words or adjacent
     common-word phrases; deep pages of the 50 most common words at skips from 1,000 to 10,000;
     browse ranges with bounds drawn from the field's real values; ranges and ``eq``/``in`` values
-    drawn from the real values). No entry appears twice in the whole set, nor in ``exclude`` (JSON
+    drawn from the real values). An entry with words and filters is kept only when one of the first
+    :data:`BASE_RECORDS` real records matches it whole, as every multi-word entry is: at every
+    benchmarked size some record holds all its words, so no engine's answer depends on the
+    contract's word dropping (which the peers do not have). No entry appears twice in the whole set, nor in ``exclude`` (JSON
     keys, :func:`entry_key`: the saved workload's entries, which warm the process first). A class
     whose pool has fewer distinct entries (2-letter prefixes, the ~200 common words) keeps all it
     has: ``counts`` says how many each class got.
@@ -260,6 +272,12 @@ def make_fresh(corpus: Corpus, real: list[dict[str, Any]], per_class: int, seed:
         longest = max(range(len(phrase)), key=lambda j: len(phrase[j]))
         phrase[longest] = _typos(phrase[longest], 1, rng)
         return phrase
+
+    def matches_in_base(entry: dict[str, Any]) -> bool:
+        """Some base record holds every word and passes every filter (so no engine drops words at
+        any benchmarked size: the contract's word dropping only starts when nothing matches)."""
+        holders = set.intersection(*(pools.holding.get(word, set()) for word in entry["words"]))
+        return any(all(_passes(pools.base[position], spec) for spec in entry["filters"]) for position in holders)
 
     def value_range(field: str) -> tuple[Any, Any]:
         values = pools.numeric_values[field]
@@ -302,7 +320,7 @@ def make_fresh(corpus: Corpus, real: list[dict[str, Any]], per_class: int, seed:
         while len(entries) < per_class and misses < 2_000:
             entry = makers[kind](len(entries) + misses)
             key = entry_key(entry)
-            if key in seen:
+            if key in seen or (entry["filters"] and entry["words"] and not matches_in_base(entry)):
                 misses += 1
                 continue
             seen.add(key)
@@ -311,6 +329,16 @@ def make_fresh(corpus: Corpus, real: list[dict[str, Any]], per_class: int, seed:
         classes[kind] = entries
     return {"corpus": corpus.name, "seed": seed, "per_class": per_class,
             "counts": {kind: len(entries) for kind, entries in classes.items()}, "classes": classes}
+
+
+def _passes(record: dict[str, Any], spec: dict[str, Any]) -> bool:
+    """One workload filter on one record (ranges ``[low, high)``; ``eq``/``in`` match any element)."""
+    value = record.get(spec["field"])
+    if spec["op"] == "range":
+        return isinstance(value, (int, float)) and (spec["low"] is None or value >= spec["low"]) and \
+            (spec["high"] is None or value < spec["high"])
+    wanted = {spec["value"]} if spec["op"] == "eq" else set(spec["values"])
+    return bool(wanted & set(value if isinstance(value, list) else [value]))
 
 
 def entry_key(entry: dict[str, Any]) -> str:
