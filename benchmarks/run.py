@@ -20,6 +20,12 @@ warm-up pass is also timed: an entry asked there for the first time in the engin
 *cold* (first-seen) query, and its p50/p95 are reported beside the warm ones (cold p50 is in each
 latency cell, cold ratios in brackets). A class an engine cannot do is "unsupported", never faked.
 
+Fresh (``--fresh N``, see ``benchmarks.fresh``): thousands of distinct entries per class, none of
+them in the warm workload, each asked once and timed — right after each engine's bulk load (its
+background work still running; then closed, ``close_s``, and reopened), after the warm passes, and
+with ``--writer`` while a thread adds 1,000 new records/s; p50/p95 beside the warm p50/p95/p99 per
+class and engine, with every engine's ratios to tantivy; the answers compared between engines.
+
 Agreement: where engines do the same thing their answers must agree — totals of every exact class
 (words, prefixes, filters, facets, sort, deep page, grouping) across all engines; totals of typo
 classes between engines with the same typo semantics (roarsearch and tantivy: OSA distance, first
@@ -38,6 +44,7 @@ How to run:
     python -m benchmarks.run --full      # places and movies at 10k/100k/1M (Whoosh up to 100k), <= 30 min
     python -m benchmarks.run --sizes places:200000 --engines roarsearch,tantivy --per-class 30
     python -m benchmarks.run --sizes packages:100000 --engines roarsearch,sqlite-fts5,tantivy --name packages
+    python -m benchmarks.run --sizes packages:100000 --engines roarsearch,tantivy --fresh 2000 --writer
 Writes benchmarks/results/<name>.json, <name>.md, <name>-<corpus>-latency.png and
 <name>-<corpus>-scaling.png (when several sizes ran).
 """
