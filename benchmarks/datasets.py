@@ -186,36 +186,50 @@ def _frequency_pool(texts: list[str]) -> list[str]:
 
 
 def scaled_places(n: int, seed: int = 42) -> list[dict[str, Any]]:
+    return list(iter_scaled_places(n, seed))
+
+
+def iter_scaled_places(n: int, seed: int = 42) -> Iterator[dict[str, Any]]:
+    """:func:`scaled_places` one record at a time (the same records, in the same order)."""
     real = real_places()
     if n <= len(real):
-        return real[:n]
+        yield from real[:n]
+        return
     rng = random.Random(seed)
     tokens = _frequency_pool([place["name"] for place in real])
-    records = list(real)
+    yield from real
+    made = len(real)
     copy = 1
-    while len(records) < n:
-        for place in real[: n - len(records)]:
+    while made < n:
+        for place in real[: n - made]:
             record = dict(place)
             record["id"] = place["id"] + copy * PLACES_COPY_OFFSET
             record["name"] = f"{place['name']} {rng.choice(tokens).capitalize()}"
             record["population"] = int(place["population"] * rng.uniform(0.5, 1.5))
-            records.append(record)
+            made += 1
+            yield record
         copy += 1
-    return records
 
 
 def scaled_movies(n: int, seed: int = 42) -> list[dict[str, Any]]:
+    return list(iter_scaled_movies(n, seed))
+
+
+def iter_scaled_movies(n: int, seed: int = 42) -> Iterator[dict[str, Any]]:
+    """:func:`scaled_movies` one record at a time (the same records, in the same order)."""
     real = real_movies()
     if n <= len(real):
-        return real[:n]
+        yield from real[:n]
+        return
     rng = random.Random(seed)
     title_words = _frequency_pool([movie["title"] for movie in real])
     cast_pool = [actor for movie in real for actor in movie.get("cast", [])]
     directors = [movie["director"] for movie in real if "director" in movie]
-    records = list(real)
+    yield from real
+    made = len(real)
     copy = 1
-    while len(records) < n:
-        for movie in real[: n - len(records)]:
+    while made < n:
+        for movie in real[: n - made]:
             record = dict(movie)
             record["id"] = movie["id"] + copy * MOVIES_COPY_OFFSET
             record["title"] = f"{movie['title']} {rng.choice(title_words).capitalize()}"
@@ -223,9 +237,9 @@ def scaled_movies(n: int, seed: int = 42) -> list[dict[str, Any]]:
                 record["cast"] = [rng.choice(cast_pool) for _ in movie["cast"]]
             if "director" in movie:
                 record["director"] = rng.choice(directors)
-            records.append(record)
+            made += 1
+            yield record
         copy += 1
-    return records
 
 
 def _apt_stanzas(text: str) -> Iterator[dict[str, str]]:
@@ -369,9 +383,16 @@ def _is_plain_word(token: str) -> bool:
 
 
 def scaled_packages(n: int, seed: int = 42, real: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    return list(iter_scaled_packages(n, seed, real))
+
+
+def iter_scaled_packages(n: int, seed: int = 42, real: list[dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
+    """:func:`scaled_packages` one record at a time (the same records, in the same order): 10M
+    records are written to JSON Lines without 10M dicts held at once."""
     real = real if real is not None else real_packages()
     if n <= len(real):
-        return real[:n]
+        yield from real[:n]
+        return
     rng = random.Random(seed)
     word_counts: Counter[str] = Counter()
     component_counts: Counter[str] = Counter()
@@ -390,10 +411,11 @@ def scaled_packages(n: int, seed: int = 42, real: list[dict[str, Any]] | None = 
                 tokens[i] = rng.choices(words, cum_weights=word_weights)[0]
         return " ".join(tokens)
 
-    records = list(real)
+    yield from real
+    made = len(real)
     copy = 1
-    while len(records) < n:
-        for package in real[: n - len(records)]:
+    while made < n:
+        for package in real[: n - made]:
             record = dict(package)
             record["id"] = package["id"] + copy * PACKAGES_COPY_OFFSET
             record["name"] = f"{package['name']}-{rng.choices(components, cum_weights=component_weights)[0]}"
@@ -402,9 +424,9 @@ def scaled_packages(n: int, seed: int = 42, real: list[dict[str, Any]] | None = 
             factor = rng.uniform(0.5, 1.5)
             record["installedSize"] = int(package["installedSize"] * factor)
             record["size"] = int(package["size"] * factor)
-            records.append(record)
+            made += 1
+            yield record
         copy += 1
-    return records
 
 
 def real_records(corpus: str) -> list[dict[str, Any]]:
@@ -420,12 +442,17 @@ def real_records(corpus: str) -> list[dict[str, Any]]:
 
 def records(corpus: str, n: int, seed: int = 42) -> list[dict[str, Any]]:
     """``n`` records of ``corpus`` (real ones first, then deterministic scaled copies)."""
+    return list(iter_records(corpus, n, seed))
+
+
+def iter_records(corpus: str, n: int, seed: int = 42) -> Iterator[dict[str, Any]]:
+    """:func:`records` one at a time (what the JSON Lines cache is written from)."""
     if corpus == "places":
-        return scaled_places(n, seed)
+        return iter_scaled_places(n, seed)
     if corpus == "movies":
-        return scaled_movies(n, seed)
+        return iter_scaled_movies(n, seed)
     if corpus == "packages":
-        return scaled_packages(n, seed)
+        return iter_scaled_packages(n, seed)
     raise KeyError(f"unknown corpus {corpus!r}; known: {sorted(CORPORA)}")
 
 
@@ -436,7 +463,7 @@ def jsonl_path(corpus: str, n: int, seed: int = 42) -> Path:
         CACHE.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         with open(partial, "w", encoding="utf-8") as handle:
-            for record in records(corpus, n, seed):
+            for record in iter_records(corpus, n, seed):  # streamed: 10M records are never held at once
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         partial.replace(path)  # atomic: a half-written cache file is never read
     return path

@@ -20,6 +20,12 @@ warm-up pass is also timed: an entry asked there for the first time in the engin
 *cold* (first-seen) query, and its p50/p95 are reported beside the warm ones (cold p50 is in each
 latency cell, cold ratios in brackets). A class an engine cannot do is "unsupported", never faked.
 
+Fresh (``--fresh N``, see ``benchmarks.fresh``): thousands of distinct entries per class, none of
+them in the warm workload, each asked once and timed — right after each engine's bulk load (its
+background work still running; then closed, ``close_s``, and reopened), after the warm passes, and
+with ``--writer`` while a thread adds 1,000 new records/s; p50/p95 beside the warm p50/p95/p99 per
+class and engine, with every engine's ratios to tantivy; the answers compared between engines.
+
 Agreement: where engines do the same thing their answers must agree — totals of every exact class
 (words, prefixes, filters, facets, sort, deep page, grouping) across all engines; totals of typo
 classes between engines with the same typo semantics (roarsearch and tantivy: OSA distance, first
@@ -38,6 +44,7 @@ How to run:
     python -m benchmarks.run --full      # places and movies at 10k/100k/1M (Whoosh up to 100k), <= 30 min
     python -m benchmarks.run --sizes places:200000 --engines roarsearch,tantivy --per-class 30
     python -m benchmarks.run --sizes packages:100000 --engines roarsearch,sqlite-fts5,tantivy --name packages
+    python -m benchmarks.run --sizes packages:100000 --engines roarsearch,tantivy --fresh 2000 --writer
 Writes benchmarks/results/<name>.json, <name>.md, <name>-<corpus>-latency.png and
 <name>-<corpus>-scaling.png (when several sizes ran).
 """
@@ -56,10 +63,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks import fresh as fresh_sets
 from benchmarks.datasets import CORPORA, SourceMissing, iter_batches, jsonl_path
+from benchmarks.fresh import FRESH_BUDGET_S, WRITER_BATCH
 from benchmarks.peers.base import Adapter, Answer, Unsupported
 from benchmarks.workloads import CLASSES, load
 
@@ -139,7 +149,10 @@ class EngineSession:
     warm-up pass and timed passes as the parent asks for them, and the figures at the end."""
 
     def __init__(self, engine: str, corpus_name: str, size: int, per_class: int, budget_s: float,
-                 rounds: int) -> None:
+                 rounds: int, fresh: int = 0, fresh_budget_s: float = FRESH_BUDGET_S,
+                 writer_batch: int = WRITER_BATCH) -> None:
+        self.fresh, self.fresh_budget_s, self.writer_batch = fresh, fresh_budget_s, writer_batch
+        self.writer_records: Iterator[dict[str, Any]] | None = None
         self.corpus = CORPORA[corpus_name]
         self.size = size
         self.per_class = per_class
@@ -163,18 +176,107 @@ class EngineSession:
             return self.result
         started = time.perf_counter()
         try:
-            built = adapter.build(self.corpus, iter_batches(jsonl_path(self.corpus.name, self.size)),
-                                  self.directory.name)
+            if self.fresh:  # left open: the fresh pass after the load follows at once
+                built = adapter.load(self.corpus, iter_batches(jsonl_path(self.corpus.name, self.size)),
+                                     self.directory.name)
+            else:
+                built = adapter.build(self.corpus, iter_batches(jsonl_path(self.corpus.name, self.size)),
+                                      self.directory.name)
         except Unsupported as reason:
             self.result["unsupported"] = str(reason)
             return self.result
         build_s = time.perf_counter() - started
-        started = time.perf_counter()
-        adapter.open()
-        self.result.update(build_s=round(build_s, 2), records_per_s=round(built / build_s),
-                           open_s=round(time.perf_counter() - started, 2),
-                           disk_mb=round(adapter.size_bytes() / 1e6, 1), rss_mb=round(_rss_mb(), 1))
+        self.result.update(build_s=round(build_s, 2), records_per_s=round(built / build_s))
+        if self.fresh:
+            self.result["build_open"] = True  # build_s: until the load returned; close_s: what it still owed
+            return self.result
+        self.reopen()
         return self.result
+
+    def reopen(self) -> dict[str, Any]:
+        """Close what the build left open (timed: ``close_s``, the background work it still owed
+        after a fresh pass), open it again (``open_s``); disk and resident memory after that."""
+        if self.result.pop("build_open", False):
+            started = time.perf_counter()
+            self.adapter.close()
+            self.result["close_s"] = round(time.perf_counter() - started, 2)
+        started = time.perf_counter()
+        self.adapter.open()
+        self.result.update(open_s=round(time.perf_counter() - started, 2),
+                           disk_mb=round(self.adapter.size_bytes() / 1e6, 1), rss_mb=round(_rss_mb(), 1))
+        return {"reopened": True}
+
+    def fresh_pass(self, pass_: str, kind: str, settle: bool = True) -> None:
+        """Each fresh entry of one pass and class asked once, timed (the pass stops after
+        ``fresh_budget_s``); before it, :data:`SETTLE_S` of untimed searches of the class's warm
+        entries (already asked) when ``settle``."""
+        section = self.result.setdefault("fresh", {}).setdefault(pass_, {})
+        if "error" in self.result["classes"].get(kind, {}) or "unsupported" in self.result["classes"].get(kind, {}):
+            section[kind] = dict(self.result["classes"][kind])
+            return
+        warm = self.workloads[kind][: self.per_class]
+        answers: list[Answer] = []
+        latencies: list[float] = []
+        try:
+            if settle:
+                settled = time.perf_counter() + SETTLE_S
+                for entry in itertools.cycle(warm):
+                    self.adapter.search(kind, entry)
+                    if time.perf_counter() > settled:
+                        break
+            budget_end = time.perf_counter() + self.fresh_budget_s
+            for entry in fresh_sets.entries(self.corpus.name, self.fresh, pass_, kind):
+                started = time.perf_counter()
+                answers.append(self.adapter.search(kind, entry))
+                latencies.append((time.perf_counter() - started) * 1000)
+                if time.perf_counter() > budget_end:
+                    break
+        except Unsupported as reason:
+            section[kind] = {"unsupported": str(reason)}
+            return
+        except Exception as error:  # a crash of one class is reported, the run goes on
+            section[kind] = {"error": f"{type(error).__name__}: {error}"[:500]}
+            return
+        section[kind] = {**percentiles(latencies), "measured": len(latencies), "answers": _answers(kind, answers)}
+
+    def after_load(self) -> dict[str, Any]:
+        """The fresh pass right after the load: one warm-workload query per class (untimed: the
+        code paths' first use), then every class's fresh entries, back to back."""
+        for kind in CLASSES:
+            with contextlib.suppress(Exception):
+                self.adapter.search(kind, self.workloads[kind][0])
+        for kind in CLASSES:
+            self.fresh_pass("after_load", kind, settle=False)
+        return {"done": "after_load"}
+
+    def writer_pass(self) -> dict[str, Any]:
+        """The fresh pass of every class while a writer thread adds new records (see benchmarks.fresh)."""
+        if type(self.adapter).add_live is Adapter.add_live:
+            self.result["writer"] = {"unsupported": "no live writer in this adapter"}
+            return self.result["writer"]
+        self.writer_records = fresh_sets.writer_records(jsonl_path(self.corpus.name, self.size))
+        writer = fresh_sets.LiveWriter(self.adapter.add_live, self.writer_records, batch=self.writer_batch).start()
+        for kind in CLASSES:
+            self.fresh_pass("writer", kind)
+        self.result["writer"] = writer.stop()
+        return self.result["writer"]
+
+    def catch_up(self, records: int) -> dict[str, Any]:
+        """Add the writer's records up to ``records`` in all (every engine then holds the same
+        records), then ask the writer pass's entries once more: the answers compared between engines."""
+        if self.writer_records is None or "error" in self.result.get("writer", {}):
+            return {"caught_up": False}
+        missing = records - self.result["writer"]["added"]
+        while missing > 0:
+            batch = [next(self.writer_records) for _ in range(min(missing, 1_000))]
+            self.adapter.add_live(batch)
+            missing -= len(batch)
+        for kind, figures in self.result["fresh"]["writer"].items():
+            if "answers" not in figures:
+                continue
+            asked = fresh_sets.entries(self.corpus.name, self.fresh, "writer", kind)[: figures["measured"]]
+            figures["final"] = _answers(kind, [self.adapter.search(kind, entry) for entry in asked])
+        return {"caught_up": True}
 
     def warm_up(self, kind: str) -> None:
         """The warm-up pass: its answers are the ones compared; its first-seen entries are timed as *cold*."""
@@ -253,6 +355,18 @@ class EngineSession:
         return self.result
 
 
+def _answers(kind: str, answers: list[Answer]) -> dict[str, Any]:
+    """What is compared of a pass's answers: totals, and facet and group counts where there are any."""
+    kept: dict[str, Any] = {"totals": [answer.total for answer in answers]}
+    if kind in KEEP_IDS:
+        kept["ids"] = [answer.ids for answer in answers]
+    if any(answer.facets for answer in answers):
+        kept["facets"] = [answer.facets for answer in answers]
+    if any(answer.groups for answer in answers):
+        kept["groups"] = [answer.groups for answer in answers]
+    return kept
+
+
 #: Entries already asked in this process (JSON): a cold latency is that of an entry not in it yet.
 _SEEN: set[str] = set()
 
@@ -275,7 +389,8 @@ def pin_to_timing_cpu() -> None:
         os.sched_setaffinity(0, {cpu})
 
 
-def serve_child(engine: str, corpus: str, size: int, per_class: int, budget_s: float, rounds: int) -> None:
+def serve_child(engine: str, corpus: str, size: int, per_class: int, budget_s: float, rounds: int,
+                fresh: int = 0, fresh_budget_s: float = FRESH_BUDGET_S, writer_batch: int = WRITER_BATCH) -> None:
     """The child's side: build, say so, then run the passes the parent asks for, one JSON line each way.
     Replies go to the original stdout; anything else printed (an engine's own output) goes to stderr."""
     sys.stdout.flush()
@@ -286,16 +401,29 @@ def serve_child(engine: str, corpus: str, size: int, per_class: int, budget_s: f
         replies.write(json.dumps(message) + "\n")
         replies.flush()
 
-    session = EngineSession(engine, corpus, size, per_class, budget_s, rounds)
+    session = EngineSession(engine, corpus, size, per_class, budget_s, rounds, fresh, fresh_budget_s, writer_batch)
     reply(session.build())
     pin_to_timing_cpu()
     for line in sys.stdin:
         command = json.loads(line)
-        if command["pass"] == "finish":
+        step = command["pass"]
+        if step == "finish":
             reply(session.finish())
             return
-        (session.warm_up if command["pass"] == "warm-up" else session.timed)(command["class"])
-        reply({"done": command["class"]})
+        if step == "after-load":
+            reply(session.after_load())
+        elif step == "reopen":
+            reply(session.reopen())
+        elif step == "fresh":
+            session.fresh_pass("fresh", command["class"])
+            reply({"done": command["class"]})
+        elif step == "writer":
+            reply(session.writer_pass())
+        elif step == "catch-up":
+            reply(session.catch_up(command["records"]))
+        else:
+            (session.warm_up if step == "warm-up" else session.timed)(command["class"])
+            reply({"done": command["class"]})
 
 
 class ChildFailed(Exception):
@@ -306,24 +434,27 @@ class EngineChild:
     """The parent's handle on one engine's child process (each engine in its own, so its peak RSS is its own)."""
 
     def __init__(self, engine: str, corpus: str, size: int, per_class: int, budget_s: float,
-                 timeout_s: float, rounds: int) -> None:
+                 timeout_s: float, rounds: int, fresh: int = 0, fresh_budget_s: float = FRESH_BUDGET_S,
+                 writer_batch: int = WRITER_BATCH) -> None:
         self.engine, self.corpus, self.size = engine, corpus, size
         self.timeout_s = timeout_s
         self.stderr = tempfile.TemporaryFile("w+")  # a file, not a pipe: a chatty child never blocks on it
         command = [sys.executable, "-m", "benchmarks.run", "--child", engine, "--corpus", corpus,
                    "--records", str(size), "--per-class", str(per_class), "--class-budget", str(budget_s),
-                   "--rounds", str(rounds)]
+                   "--rounds", str(rounds), "--fresh", str(fresh), "--fresh-budget", str(fresh_budget_s),
+                   "--writer-batch", str(writer_batch)]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                                         text=True, cwd=ROOT, env=child_environment())
         self.result: dict[str, Any] = {}
 
-    def _reply(self) -> dict[str, Any]:
+    def _reply(self, timeout_s: float | None = None) -> dict[str, Any]:
         assert self.process.stdout is not None
         # Each wait (the build, one pass) has the whole timeout: the child idles while the others build.
-        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout_s)
+        timeout_s = timeout_s or self.timeout_s
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
         if not ready:
             self.process.kill()
-            raise ChildFailed(f"timed out after {self.timeout_s:.0f} s")
+            raise ChildFailed(f"timed out after {timeout_s:.0f} s")
         line = self.process.stdout.readline()
         if not line:
             code = self.process.wait()
@@ -355,23 +486,26 @@ class EngineChild:
     def running(self) -> bool:
         return "error" not in self.result and "unsupported" not in self.result
 
-    def ask(self, step: str, kind: str = "") -> None:
-        """Run one pass (``warm-up`` or ``timed``) of ``kind``, or ``finish`` (the whole result)."""
+    def ask(self, step: str, kind: str = "", timeout_s: float | None = None, **extra: Any) -> dict[str, Any]:
+        """Run one pass (``warm-up``, ``timed`` or ``fresh``) of ``kind``, a whole-run step
+        (``after-load``, ``reopen``, ``writer``, ``catch-up``), or ``finish`` (the whole result);
+        the child's reply ({} when the child is gone)."""
         if not self.running:
-            return
+            return {}
         assert self.process.stdin is not None
         try:
-            self.process.stdin.write(json.dumps({"pass": step, "class": kind}) + "\n")
+            self.process.stdin.write(json.dumps({"pass": step, "class": kind, **extra}) + "\n")
             self.process.stdin.flush()
-            answer = self._reply()
+            answer = self._reply(timeout_s)
         except ChildFailed as failure:
             self._failed(str(failure))
-            return
+            return {}
         except BrokenPipeError:
             self._failed("child went away")
-            return
+            return {}
         if step == "finish":
             self.result = answer
+        return answer
 
     def close(self) -> dict[str, Any]:
         """Finish (if still running) and reap the process; this engine's result."""
@@ -394,17 +528,31 @@ def timed_order(children: list[EngineChild], round_: int) -> list[EngineChild]:
 
 
 def run_corpus(engines: tuple[str, ...], corpus: str, size: int, per_class: int, budget_s: float,
-               timeout_s: float, rounds: int) -> list[dict[str, Any]]:
+               timeout_s: float, rounds: int, fresh: int = 0, fresh_budget_s: float = FRESH_BUDGET_S,
+               writer: bool = False, writer_batch: int = WRITER_BATCH) -> list[dict[str, Any]]:
     """Every engine on one corpus, built one after the other, then timed side by side: for each class,
     each engine's warm-up pass, then ``rounds`` timed passes alternating between the engines, so a slow
-    spell of the machine lands on every engine rather than on one engine's whole run."""
+    spell of the machine lands on every engine rather than on one engine's whole run.
+
+    With ``fresh`` (entries per class and pass, see benchmarks.fresh): each engine's fresh pass right
+    after its load (before the next engine is built), then closed and reopened; after the warm passes
+    the fresh pass of each class, engine after engine; with ``writer``, each engine's fresh pass with
+    the writer running (the others idle), then every engine brought to the same records and the
+    writer pass's entries asked again for the comparison."""
     children: list[EngineChild] = []
+    whole_pass_s = timeout_s + len(CLASSES) * fresh_budget_s  # a step that runs every class's fresh pass
     for engine in engines:
         started = time.perf_counter()
-        child = EngineChild(engine, corpus, size, per_class, budget_s, timeout_s, rounds)
+        child = EngineChild(engine, corpus, size, per_class, budget_s, timeout_s, rounds, fresh, fresh_budget_s,
+                            writer_batch)
         built = child.started()
         state = built.get("unsupported") or built.get("error") or f"built {built['records_per_s']:,} rec/s"
         print(f"[{corpus} {size:,}] {engine}: {state} ({time.perf_counter() - started:.0f} s)", flush=True)
+        if fresh and child.running:
+            child.ask("after-load", timeout_s=whole_pass_s)
+            child.ask("reopen")
+            print(f"[{corpus} {size:,}] {engine}: fresh pass after load, reopened "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)
         children.append(child)
     started = time.perf_counter()
     for kind in CLASSES:
@@ -413,6 +561,18 @@ def run_corpus(engines: tuple[str, ...], corpus: str, size: int, per_class: int,
         for round_ in range(rounds):
             for child in timed_order(children, round_):
                 child.ask("timed", kind)
+    if fresh:
+        print(f"[{corpus} {size:,}] warm passes done ({time.perf_counter() - started:.0f} s)", flush=True)
+        for kind in CLASSES:
+            for child in children:
+                child.ask("fresh", kind, timeout_s=timeout_s + fresh_budget_s)
+        print(f"[{corpus} {size:,}] fresh pass done ({time.perf_counter() - started:.0f} s)", flush=True)
+    if fresh and writer:
+        added = [child.ask("writer", timeout_s=whole_pass_s).get("added", 0) for child in children]
+        for child in children:
+            child.ask("catch-up", timeout_s=whole_pass_s, records=max(added, default=0))
+        print(f"[{corpus} {size:,}] fresh pass with the writer done ({time.perf_counter() - started:.0f} s)",
+              flush=True)
     runs = [child.close() for child in children]
     print(f"[{corpus} {size:,}] timed {', '.join(engines)} side by side ({time.perf_counter() - started:.0f} s)",
           flush=True)
@@ -428,23 +588,64 @@ def source_commit() -> str:
 
 
 def run_all(sizes: list[tuple[str, int]], per_class: int, engines: tuple[str, ...], budget_s: float,
-            timeout_s: float, rounds: int = TIMED_ROUNDS) -> dict[str, Any]:
+            timeout_s: float, rounds: int = TIMED_ROUNDS, fresh: int = 0,
+            fresh_budget_s: float = FRESH_BUDGET_S, writer: bool = False,
+            writer_batch: int = WRITER_BATCH) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     commit_at_start = source_commit()
+    fresh_counts = {}
     for corpus, size in sizes:
         started = time.perf_counter()
         path = jsonl_path(corpus, size)  # generated here once, before any child reads it
         print(f"[{corpus} {size:,}] data {path.name} ({path.stat().st_size / 1e6:.0f} MB, "
               f"{time.perf_counter() - started:.1f} s)", flush=True)
-        for run in run_corpus(engines, corpus, size, per_class, budget_s, timeout_s, rounds):
+        if fresh:
+            fresh_counts[corpus] = fresh_sets.prepare_sets(corpus, fresh)  # likewise
+        for run in run_corpus(engines, corpus, size, per_class, budget_s, timeout_s, rounds, fresh,
+                              fresh_budget_s, writer, writer_batch):
             run["jsonl_mb"] = round(path.stat().st_size / 1e6, 1)
             runs.append(run)
-    return {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "command": "python -m benchmarks.run " + " ".join(sys.argv[1:]), "per_class": per_class,
-            "source": {"at_start": commit_at_start, "at_end": source_commit()},
-            "class_budget_s": budget_s, "timed_rounds": rounds, "timed_cpu": timing_cpu(), "runs": runs,
-            "agreement": agreement(runs), "ratios": ratios(runs),
-            "cold_ratios": ratios(runs, "cold_p50_ms")}
+    report = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "command": "python -m benchmarks.run " + " ".join(sys.argv[1:]), "per_class": per_class,
+              "source": {"at_start": commit_at_start, "at_end": source_commit()},
+              "class_budget_s": budget_s, "timed_rounds": rounds, "timed_cpu": timing_cpu(), "runs": runs,
+              "agreement": agreement(runs), "ratios": ratios(runs),
+              "cold_ratios": ratios(runs, "cold_p50_ms")}
+    if fresh:
+        report.update(fresh=fresh, fresh_budget_s=fresh_budget_s, writer=writer, writer_batch=writer_batch,
+                      fresh_counts=fresh_counts,
+                      fresh_agreement=fresh_agreement(runs), fresh_ratios=fresh_ratios(runs))
+        fresh_sets.strip_answers(runs)
+    return report
+
+
+def fresh_agreement(runs: list[dict[str, Any]]) -> list[str]:
+    """Disagreements of the fresh passes' answers, as :func:`agreement` finds them for the warm pass
+    (the writer pass: on its entries asked again once every engine holds the same records, and no
+    answer during the pass counting more than that one)."""
+    problems = []
+    for pass_ in fresh_sets.PASSES:
+        found = agreement(fresh_sets.fresh_runs(runs, pass_, "final" if pass_ == "writer" else "answers"))
+        problems += [f"{fresh_sets.PASS_LABELS[pass_]}: {problem}" for problem in found]
+    problems += [f"{fresh_sets.PASS_LABELS['writer']}: {problem}" for problem in fresh_sets.growing_totals(runs)]
+    for run in runs:  # a failed class is a wrong answer too
+        for pass_, section in run.get("fresh", {}).items():
+            problems += [f"{fresh_sets.PASS_LABELS[pass_]}: {run['corpus']} {run['records']:,}, {kind}: {run['engine']} "
+                         f"failed: {figures['error']}" for kind, figures in section.items() if "error" in figures]
+        if "error" in run.get("writer", {}):
+            problems.append(f"{run['corpus']} {run['records']:,}: {run['engine']}'s writer failed: {run['writer']['error']}")
+    return problems
+
+
+def fresh_ratios(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every engine's p50 (and fresh p95) over tantivy's, per class: warm, and each fresh pass."""
+    return {"warm_p50": fresh_sets.reference_ratios(runs, "p50_ms"),
+            "fresh_p50": fresh_sets.reference_ratios(runs, "p50_ms", section="fresh"),
+            "fresh_p95": fresh_sets.reference_ratios(runs, "p95_ms", section="fresh"),
+            "after_load_p50": fresh_sets.reference_ratios(runs, "p50_ms", section="after_load"),
+            "after_load_p95": fresh_sets.reference_ratios(runs, "p95_ms", section="after_load"),
+            "writer_p50": fresh_sets.reference_ratios(runs, "p50_ms", section="writer"),
+            "writer_p95": fresh_sets.reference_ratios(runs, "p95_ms", section="writer")}
 
 
 def machine() -> str:
@@ -619,6 +820,8 @@ def markdown(report: dict[str, Any]) -> str:
     problems = report["agreement"]
     lines += [f"Agreement: {'every compared answer agrees.' if not problems else f'{len(problems)} disagreements:'}", ""]
     lines += [f"- {problem}" for problem in problems]
+    if report.get("fresh"):
+        lines.append(fresh_sets.markdown(report))
     return "\n".join(lines) + "\n"
 
 
@@ -703,12 +906,22 @@ def main() -> None:
                         f"engines (default {QUICK_ROUNDS} quick, {TIMED_ROUNDS} otherwise)")
     parser.add_argument("--class-budget", type=float, help="seconds per pass of one class (default 2 quick, 8 otherwise)")
     parser.add_argument("--replot", metavar="NAME", help="rewrite NAME.md and the plots from results/NAME.json")
+    parser.add_argument("--fresh", type=int, default=0, metavar="N",
+                        help="also time first-run queries: N distinct entries per class in each of the fresh passes "
+                        "(right after the load, after the warm passes, and with --writer while records are added)")
+    parser.add_argument("--fresh-budget", type=float, default=FRESH_BUDGET_S,
+                        help=f"seconds per class and fresh pass (default {FRESH_BUDGET_S:.0f})")
+    parser.add_argument("--writer", action="store_true",
+                        help="with --fresh: a third fresh pass while a thread adds 1,000 new records/s")
+    parser.add_argument("--writer-batch", type=int, default=WRITER_BATCH,
+                        help=f"records per batch of the writer (default {WRITER_BATCH:,}: one batch a second)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
     parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        serve_child(args.child, args.corpus, args.records, args.per_class, args.class_budget, args.rounds)
+        serve_child(args.child, args.corpus, args.records, args.per_class, args.class_budget, args.rounds,
+                    args.fresh, args.fresh_budget, args.writer_batch)
         return
     if args.replot:
         stem = RESULTS / args.replot
@@ -725,20 +938,24 @@ def main() -> None:
     for engine in engines:
         adapter_for(engine)  # unknown names fail before any work
     try:
-        report = run_all(sizes, per_class, engines, budget_s, args.timeout, rounds)
+        if args.writer and not args.fresh:
+            raise SystemExit("--writer needs --fresh N")
+        report = run_all(sizes, per_class, engines, budget_s, args.timeout, rounds, args.fresh, args.fresh_budget,
+                         args.writer, args.writer_batch)
     except SourceMissing as missing:
         raise SystemExit(f"error: {missing}") from None
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / (args.name or ("full" if args.full else "custom" if args.sizes else "quick"))
+    stem.parent.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     table = markdown(report)
     stem.with_suffix(".md").write_text(table)
     written = plots(report, stem)
     print(table)
-    if report["agreement"]:
+    if report["agreement"] or report.get("fresh_agreement"):
         banner = "!" * 78
         print(f"\n{banner}\nDISAGREEMENTS between engines that do the same thing:", file=sys.stderr)
-        for problem in report["agreement"]:
+        for problem in report["agreement"] + report.get("fresh_agreement", []):
             print(f"  {problem}", file=sys.stderr)
         print(banner, file=sys.stderr)
     print("wrote", stem.with_suffix(".json"), stem.with_suffix(".md"), *written)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -39,7 +40,7 @@ from typing import Any
 
 from rapidfuzz.distance import OSA
 
-from benchmarks.datasets import CORPORA, Corpus, real_records
+from benchmarks.datasets import CACHE, CORPORA, Corpus, real_records
 from roarsearch.analysis.analyzer import analyze
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
@@ -109,33 +110,59 @@ def _query(words: list[str], **overrides: Any) -> dict[str, Any]:
     return entry
 
 
+class _Pools:
+    """What every class draws from, computed once from the real records: word frequency bands over
+    all of them, words and adjacent-word phrases of the first :data:`BASE_RECORDS`, keyword and
+    numeric values."""
+
+    def __init__(self, corpus: Corpus, real: list[dict[str, Any]]) -> None:
+        frequency: Counter[str] = Counter()
+        for record in real:
+            frequency.update({token for field in corpus.text_fields for run in _words_of(record.get(field))
+                              for token in run})
+        base = real[:BASE_RECORDS]
+        runs = [run for record in base for field in corpus.text_fields for run in _words_of(record.get(field))]
+        self.base_words = {token for run in runs for token in run if _usable(token)}
+        self.ranked = [word for word, _ in frequency.most_common() if _usable(word)]
+        rank = {word: position for position, word in enumerate(self.ranked)}
+
+        def band_of(word: str) -> str:
+            return "common" if rank[word] < COMMON_RANKS else "medium" if rank[word] < MEDIUM_RANKS else "rare"
+
+        self.words_by_band = {band: sorted(w for w in self.base_words if band_of(w) == band) for band in BANDS}
+        phrases: dict[str, list[list[str]]] = {band: [] for band in BANDS}
+        for run in runs:
+            for length in (2, 3):
+                for start in range(len(run) - length + 1):
+                    phrase = run[start:start + length]
+                    if all(_usable(token) for token in phrase) and len(set(phrase)) == length:
+                        phrases[max((band_of(t) for t in phrase), key=BANDS.index)].append(phrase)
+        # One entry per distinct phrase, sorted: the draw does not depend on set order.
+        self.phrases_by_band = {band: [list(p) for p in sorted({tuple(p) for p in found})]
+                                for band, found in phrases.items()}
+        self.keyword_values = _keyword_values(corpus, real)
+        self.base = base
+        # Which base records hold each word (any text field): the model that tells whether a
+        # query with a filter matches among the base records (see make_fresh).
+        self.holding: dict[str, set[int]] = {}
+        for position, record in enumerate(base):
+            for field in corpus.text_fields:
+                for run in _words_of(record.get(field)):
+                    for token in run:
+                        self.holding.setdefault(token, set()).add(position)
+        self.common_words = [w for w in self.ranked[:COMMON_RANKS] if w in self.base_words]
+        self.numeric_values = {field: sorted({record[field] for record in real
+                                              if isinstance(record.get(field), (int, float))})
+                               for field in corpus.numeric_fields}
+
+
 def make_workloads(corpus: Corpus, real: list[dict[str, Any]], per_class: int = PER_CLASS,
-                   seed: int = SEED) -> dict[str, Any]:
+                   seed: int = SEED, pools: _Pools | None = None) -> dict[str, Any]:
     """Every class of :data:`CLASSES`, ``per_class`` queries each, from ``real`` (id order)."""
     rng = random.Random(seed)
-    frequency: Counter[str] = Counter()
-    for record in real:
-        frequency.update({token for field in corpus.text_fields for run in _words_of(record.get(field))
-                          for token in run})
-    base = real[:BASE_RECORDS]
-    runs = [run for record in base for field in corpus.text_fields for run in _words_of(record.get(field))]
-    base_words = {token for run in runs for token in run if _usable(token)}
-    ranked = [word for word, _ in frequency.most_common() if _usable(word)]
-    rank = {word: position for position, word in enumerate(ranked)}
-
-    def band_of(word: str) -> str:
-        return "common" if rank[word] < COMMON_RANKS else "medium" if rank[word] < MEDIUM_RANKS else "rare"
-
-    words_by_band = {band: sorted(w for w in base_words if band_of(w) == band) for band in BANDS}
-    phrases_by_band: dict[str, list[list[str]]] = {band: [] for band in BANDS}
-    for run in runs:
-        for length in (2, 3):
-            for start in range(len(run) - length + 1):
-                phrase = run[start:start + length]
-                if all(_usable(token) for token in phrase) and len(set(phrase)) == length:
-                    phrases_by_band[max((band_of(t) for t in phrase), key=BANDS.index)].append(phrase)
-    for band in BANDS:  # one entry per distinct phrase, sorted: the draw does not depend on set order
-        phrases_by_band[band] = [list(p) for p in sorted({tuple(p) for p in phrases_by_band[band]})]
+    pools = pools or _Pools(corpus, real)
+    words_by_band, phrases_by_band, ranked = pools.words_by_band, pools.phrases_by_band, pools.ranked
+    base_words = pools.base_words
 
     def draw(pool: list[Any]) -> Any:
         return pool[rng.randrange(len(pool))]
@@ -149,8 +176,8 @@ def make_workloads(corpus: Corpus, real: list[dict[str, Any]], per_class: int = 
     def mixed_phrase(i: int) -> list[str]:
         return list(draw(phrases_by_band[BANDS[i % 3]] or phrases_by_band["medium"]))
 
-    keyword_values = _keyword_values(corpus, real)
-    common_words = [w for w in ranked[:COMMON_RANKS] if w in base_words]
+    keyword_values = pools.keyword_values
+    common_words = pools.common_words
     facets = {"text": list(corpus.facet_text_fields), "numeric": corpus.facet_numeric_field,
               "ranges": [list(bounds) for bounds in corpus.facet_ranges]}
     low, high = corpus.range_bounds
@@ -193,6 +220,150 @@ def make_workloads(corpus: Corpus, real: list[dict[str, Any]], per_class: int = 
     return {"corpus": corpus.name, "seed": seed, "base_records": BASE_RECORDS, "per_class": per_class,
             "classes": {name: classes[name] for name in CLASSES}}
 
+
+#: Seed of the fresh sets (different from :data:`SEED`: the fresh draws are not the saved workload's).
+FRESH_SEED = 11
+#: Skips a fresh ``deep_page`` entry draws from (one page of 30 apart).
+FRESH_SKIPS = range(1_000, DEEP_SKIP + 1, 30)
+
+
+def make_fresh(corpus: Corpus, real: list[dict[str, Any]], per_class: int, seed: int = FRESH_SEED,
+               exclude: set[str] | None = None, pools: _Pools | None = None) -> dict[str, Any]:
+    """Up to ``per_class`` distinct entries of every class for first-run (fresh) timing.
+
+    Each class draws as the saved workload does, from pools widened where the saved workload's are
+    small (a class keeps its character: filters, facets and groups over common words or adjacent
+    common-word phrases; deep pages of the 50 most common words at skips from 1,000 to 10,000;
+    browse ranges with bounds drawn from the field's real values; ranges and ``eq``/``in`` values
+    drawn from the real values). An entry with words and filters is kept only when one of the first
+    :data:`BASE_RECORDS` real records matches it whole, as every multi-word entry is: at every
+    benchmarked size some record holds all its words, so no engine's answer depends on the
+    contract's word dropping (which the peers do not have). No entry appears twice in the whole set, nor in ``exclude`` (JSON
+    keys, :func:`entry_key`: the saved workload's entries, which warm the process first). A class
+    whose pool has fewer distinct entries (2-letter prefixes, the ~200 common words) keeps all it
+    has: ``counts`` says how many each class got.
+    """
+    rng = random.Random(seed)
+    pools = pools or _Pools(corpus, real)
+    seen = set(exclude or ())
+    words_by_band, phrases_by_band = pools.words_by_band, pools.phrases_by_band
+    common_phrases = phrases_by_band["common"] or phrases_by_band["medium"]
+
+    def draw(pool: list[Any]) -> Any:
+        return pool[rng.randrange(len(pool))]
+
+    word_pools: dict[tuple[str, int], list[str]] = {}
+
+    def mixed_word(i: int, min_length: int = 4) -> str:
+        band = BANDS[i % 3]
+        if (band, min_length) not in word_pools:
+            word_pools[band, min_length] = [w for w in words_by_band[band] if len(w) >= min_length] or \
+                [w for w in pools.ranked[:MEDIUM_RANKS] if len(w) >= min_length and w in pools.base_words]
+        return draw(word_pools[band, min_length])
+
+    def mixed_phrase(i: int) -> list[str]:
+        return list(draw(phrases_by_band[BANDS[i % 3]] or phrases_by_band["medium"]))
+
+    def common_query() -> list[str]:
+        return [draw(pools.common_words)] if rng.random() < 0.5 else list(draw(common_phrases))
+
+    def typo_phrase(i: int) -> list[str]:
+        phrase = mixed_phrase(i)
+        longest = max(range(len(phrase)), key=lambda j: len(phrase[j]))
+        phrase[longest] = _typos(phrase[longest], 1, rng)
+        return phrase
+
+    def matches_in_base(entry: dict[str, Any]) -> bool:
+        """Some base record holds every word and passes every filter (so no engine drops words at
+        any benchmarked size: the contract's word dropping only starts when nothing matches)."""
+        holders = set.intersection(*(pools.holding.get(word, set()) for word in entry["words"]))
+        return any(all(_passes(pools.base[position], spec) for spec in entry["filters"]) for position in holders)
+
+    def value_range(field: str) -> tuple[Any, Any]:
+        values = pools.numeric_values[field]
+        low, high = sorted((draw(values), draw(values)))
+        return low, (high if high > low else None)
+
+    facets = {"text": list(corpus.facet_text_fields), "numeric": corpus.facet_numeric_field,
+              "ranges": [list(bounds) for bounds in corpus.facet_ranges]}
+    values = pools.keyword_values
+    browse_field = corpus.browse_filter[0]
+    makers: dict[str, Any] = {
+        **{f"one_word_{band}": (lambda i, band=band: _query([draw(words_by_band[band])])) for band in BANDS},
+        **{f"multi_word_{band}": (lambda i, band=band: _query(list(draw(phrases_by_band[band] or
+                                                                        phrases_by_band["medium"]))))
+           for band in BANDS},
+        "typo1_one_word": lambda i: _query([_typos(mixed_word(i), 1, rng)], typos=1),
+        "typo1_multi_word": lambda i: _query(typo_phrase(i), typos=1),
+        "typo2_one_word": lambda i: _query([_typos(mixed_word(i, 8), 2, rng)], typos=2),
+        "typo2_multi_word": lambda i: _query([_typos(word, 1, rng) for word in mixed_phrase(i)], typos=2),
+        **{f"prefix{length}": (lambda i, length=length: _query([mixed_word(i)[:length]], prefix=True))
+           for length in (2, 3, 4)},
+        "filter_range": lambda i: _query(common_query(), filters=[
+            dict(zip(("op", "field", "low", "high"), ("range", corpus.range_field, *value_range(corpus.range_field))))]),
+        "filter_equal": lambda i: _query(common_query(), filters=[
+            {"op": "eq", "field": corpus.equal_field, "value": draw(values[corpus.equal_field][:40])}]),
+        "filter_in": lambda i: _query(common_query(), filters=[
+            {"op": "in", "field": corpus.in_field, "values": rng.sample(values[corpus.in_field][:40], 3)}]),
+        "facets": lambda i: _query(common_query(), facets=facets),
+        "browse_sort": lambda i: _query([], filters=[
+            dict(zip(("op", "field", "low", "high"), ("range", browse_field, *value_range(browse_field))))],
+            sort={"field": corpus.sort_field, "descending": True}),
+        "deep_page": lambda i: _query([draw(pools.common_words[:50])], skip=rng.choice(FRESH_SKIPS)),
+        "group": lambda i: _query(common_query(), group=corpus.group_field, count=10),
+    }
+    classes: dict[str, list[dict[str, Any]]] = {}
+    for kind in CLASSES:
+        entries: list[dict[str, Any]] = []
+        misses = 0
+        # A class whose pool is exhausted stops after this many draws in a row gave nothing new.
+        while len(entries) < per_class and misses < 2_000:
+            entry = makers[kind](len(entries) + misses)
+            key = entry_key(entry)
+            if key in seen or (entry["filters"] and entry["words"] and not matches_in_base(entry)):
+                misses += 1
+                continue
+            seen.add(key)
+            misses = 0
+            entries.append(entry)
+        classes[kind] = entries
+    return {"corpus": corpus.name, "seed": seed, "per_class": per_class,
+            "counts": {kind: len(entries) for kind, entries in classes.items()}, "classes": classes}
+
+
+def _passes(record: dict[str, Any], spec: dict[str, Any]) -> bool:
+    """One workload filter on one record (ranges ``[low, high)``; ``eq``/``in`` match any element)."""
+    value = record.get(spec["field"])
+    if spec["op"] == "range":
+        return isinstance(value, (int, float)) and (spec["low"] is None or value >= spec["low"]) and \
+            (spec["high"] is None or value < spec["high"])
+    wanted = {spec["value"]} if spec["op"] == "eq" else set(spec["values"])
+    return bool(wanted & set(value if isinstance(value, list) else [value]))
+
+
+def entry_key(entry: dict[str, Any]) -> str:
+    """An entry as a canonical JSON string: equal keys, the same query."""
+    return json.dumps(entry, sort_keys=True)
+
+
+def fresh_path(corpus: str, per_class: int, seed: int = FRESH_SEED) -> Path:
+    return CACHE / f"fresh-{corpus}-{per_class}-s{seed}.json"
+
+
+def load_fresh(corpus: str, per_class: int, seed: int = FRESH_SEED) -> dict[str, Any]:
+    """The fresh set of ``corpus`` (``per_class`` per class, none of the saved workload's entries),
+    cached in ``benchmarks/.cache/`` (git-ignored) after its first generation."""
+    path = fresh_path(corpus, per_class, seed)
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    saved = load(corpus)["classes"]
+    exclude = {entry_key(entry) for entries in saved.values() for entry in entries}
+    fresh = make_fresh(CORPORA[corpus], real_records(corpus), per_class, seed, exclude)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(fresh, ensure_ascii=False), encoding="utf-8")
+    partial.replace(path)  # atomic: a half-written cache file is never read
+    return fresh
 
 def _keyword_values(corpus: Corpus, real: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Values of each keyword field, most frequent first (ties by value)."""

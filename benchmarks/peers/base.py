@@ -75,6 +75,20 @@ class Adapter:
     def open(self) -> None:
         """Open what ``build`` wrote for searching (timed apart from the build)."""
 
+    def load(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+        """Index every record of ``batches`` durably and leave the index open for searching at once,
+        with whatever background work the engine still owes running (a bulk load a service answers
+        searches right after); returns the number of records. :meth:`close` ends it."""
+        count = self.build(corpus, batches, directory)
+        self.open()
+        return count
+
+    def add_live(self, batch: list[dict[str, Any]]) -> None:
+        """Add ``batch`` (new records) to the open index, durably, visible to the searches that
+        follow, while other threads search: the writer of the fresh pass with a writer. The first
+        call may come from a new thread; every later one comes from that thread."""
+        raise Unsupported("no live writer in this adapter")
+
     def search(self, kind: str, entry: dict[str, Any]) -> Answer:
         raise NotImplementedError
 

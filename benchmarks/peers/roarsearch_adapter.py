@@ -58,8 +58,17 @@ class RoarsearchAdapter(Adapter):
             added: int = engine.add_batches(corpus.name, batches)["records"]
         return added
 
+    def load(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+        self.attach(corpus, directory)
+        self.engine = Engine(directory)  # kept open: its merges run on while searches come
+        added: int = self.engine.add_batches(corpus.name, batches)["records"]
+        return added
+
     def open(self) -> None:
         self.engine = Engine(self.directory)
+
+    def add_live(self, batch: list[dict[str, Any]]) -> None:
+        self.engine.add_records(self.corpus.name, batch)
 
     def close(self) -> None:
         self.engine.close()

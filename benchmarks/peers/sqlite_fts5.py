@@ -78,8 +78,33 @@ class SqliteFts5Adapter(Adapter):
 
     def open(self) -> None:
         self.db = sqlite3.connect(self.path, check_same_thread=False)
+        self.live: sqlite3.Connection | None = None
+
+    def add_live(self, batch: list[dict[str, Any]]) -> None:
+        """One transaction per batch, on the writer thread's own connection (WAL: searches on the
+        other connection go on, and see each batch once it is committed)."""
+        if self.live is None:
+            self.live = sqlite3.connect(self.path, check_same_thread=False)
+            self.live.execute("PRAGMA synchronous=NORMAL")
+        self._insert(self.live, batch)
+
+    def _insert(self, db: sqlite3.Connection, batch: list[dict[str, Any]]) -> None:
+        corpus = self.corpus
+        text_columns = ", ".join(_quote(f) for f in corpus.text_fields)
+        marks = ",".join("?" * (len(self.single) + 1))
+        text_marks = ",".join("?" * (len(corpus.text_fields) + 1))
+        with db:
+            db.executemany(f"INSERT INTO docs VALUES ({marks})",
+                           [(r["id"], *(r.get(f) for f in self.single)) for r in batch])
+            db.executemany(f"INSERT INTO fts(rowid, {text_columns}) VALUES ({text_marks})",
+                           [(r["id"], *(self._text(r.get(f)) for f in corpus.text_fields)) for r in batch])
+            db.executemany("INSERT INTO vals VALUES (?,?,?)",
+                           [(f, value, r["id"]) for r in batch for f in corpus.multi_valued
+                            for value in sorted(set(r.get(f, [])))])
 
     def close(self) -> None:
+        if getattr(self, "live", None) is not None:
+            self.live.close()
         self.db.close()
 
     def _match(self, entry: dict[str, Any]) -> str:

@@ -50,19 +50,48 @@ class TantivyAdapter(Adapter):
         writer = index.writer(heap_size=256_000_000, num_threads=2)
         count = 0
         for batch in batches:
-            for record in batch:
-                fields: dict[str, Any] = {"id": record["id"]}
-                for name in (*corpus.text_fields, *corpus.keyword_fields):
-                    if name in record:
-                        fields[name] = record[name]
-                for name in corpus.numeric_fields:
-                    if name in record:
-                        fields[name] = float(record[name]) if name in corpus.float_fields else int(record[name])
-                writer.add_document(tantivy.Document(**fields))
+            self._add(writer, batch)
             count += len(batch)
         writer.commit()
         writer.wait_merging_threads()
         return count
+
+    def load(self, corpus: Corpus, batches: Iterable[list[dict[str, Any]]], directory: str) -> int:
+        self.attach(corpus, directory)
+        self.index = self._index()
+        self.writer = self.index.writer(heap_size=256_000_000, num_threads=2)
+        count = 0
+        for batch in batches:
+            self._add(self.writer, batch)
+            count += len(batch)
+        self.writer.commit()  # durable; its merges run on in the writer's threads
+        self.index.reload()
+        self.searcher = self.index.searcher()
+        return count
+
+    def _add(self, writer: Any, batch: list[dict[str, Any]]) -> None:
+        corpus = self.corpus
+        for record in batch:
+            fields: dict[str, Any] = {"id": record["id"]}
+            for name in (*corpus.text_fields, *corpus.keyword_fields):
+                if name in record:
+                    fields[name] = record[name]
+            for name in corpus.numeric_fields:
+                if name in record:
+                    fields[name] = float(record[name]) if name in corpus.float_fields else int(record[name])
+            writer.add_document(tantivy.Document(**fields))
+
+    def add_live(self, batch: list[dict[str, Any]]) -> None:
+        """Each batch committed (durable) and the reader reloaded, so the searches that follow see it."""
+        if getattr(self, "writer", None) is None:
+            self.writer = self.index.writer(heap_size=256_000_000, num_threads=2)
+        self._add(self.writer, batch)
+        self.writer.commit()
+        self.index.reload()
+        self.searcher = self.index.searcher()
+
+    def close(self) -> None:
+        self.writer = None
 
     def _index(self) -> tantivy.Index:
         index = tantivy.Index(self.schema, path=self.directory)
