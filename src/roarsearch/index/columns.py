@@ -29,6 +29,7 @@ over every column it touches per write.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from itertools import compress, repeat
 from typing import Any
 
@@ -538,6 +539,10 @@ def _rank_extremes(smallest: np.ndarray, largest: np.ndarray, docs: np.ndarray, 
     return smallest, largest
 
 
+#: Held while a loaded field's columns are inflated on first use (one field at a time: rare).
+_LOAD_LOCK = threading.Lock()
+
+
 class FieldColumns:
     """The columns of one field path; either part may be absent.
 
@@ -545,16 +550,62 @@ class FieldColumns:
     queries (per-value bitmaps, facet value search) are kept in the index's cache under ``path``.
     """
 
-    __slots__ = ("numeric", "values", "exists", "has_text", "has_bool", "path", "cache")
+    __slots__ = ("_numeric", "_values", "exists", "has_text", "has_bool", "path", "cache", "_loader", "_unread")
 
     def __init__(self, path: str = "", cache: IndexCache | None = None) -> None:
         self.path = path
         self.cache = cache if cache is not None else IndexCache()
-        self.numeric: NumericColumn | None = None
-        self.values: ValueColumn | None = None
+        self._numeric: NumericColumn | None = None
+        self._values: ValueColumn | None = None
         self.exists: AbstractBitMap = FrozenBitMap()
         self.has_text = False  # ever held a string
         self.has_bool = False  # ever held a boolean
+        #: Columns loaded from a snapshot and not read since: how to inflate them, and their
+        #: saved state (a snapshot taken meanwhile saves it again as it is).
+        self._loader: Callable[[], tuple[NumericColumn | None, ValueColumn | None]] | None = None
+        self._unread: dict[str, Any] | None = None
+
+    def load_on_first_use(self, loader: Callable[[], tuple[NumericColumn | None, ValueColumn | None]],
+                          saved: dict[str, Any]) -> None:
+        """Columns saved in a snapshot, inflated by ``loader`` the first time either is read or
+        written (opening a collection then inflates none of them)."""
+        self._loader, self._unread = loader, saved
+
+    def unread_state(self) -> dict[str, Any] | None:
+        """The saved state of columns loaded and not read since (None once read)."""
+        return self._unread
+
+    def _load(self) -> None:
+        with _LOAD_LOCK:  # readers wanting the same columns wait for one inflation
+            loader = self._loader
+            if loader is not None:
+                self._numeric, self._values = loader()
+                self._loader = None  # after the columns: a reader seeing None finds them set
+                self._unread = None
+
+    @property
+    def numeric(self) -> NumericColumn | None:
+        if self._loader is not None:
+            self._load()
+        return self._numeric
+
+    @numeric.setter
+    def numeric(self, column: NumericColumn | None) -> None:
+        if self._loader is not None:
+            self._load()
+        self._numeric = column
+
+    @property
+    def values(self) -> ValueColumn | None:
+        if self._loader is not None:
+            self._load()
+        return self._values
+
+    @values.setter
+    def values(self, column: ValueColumn | None) -> None:
+        if self._loader is not None:
+            self._load()
+        self._values = column
 
     def numeric_column(self) -> NumericColumn:
         if self.numeric is None:

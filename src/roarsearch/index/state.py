@@ -10,6 +10,7 @@ load correctly).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,11 @@ def index_to_state(index: Index, sort_orders: bool = True) -> dict[str, Any]:
     for path, columns in index.columns.items():
         state: dict[str, Any] = {"exists": columns.exists.serialize(), "has_text": columns.has_text,
                                  "has_bool": columns.has_bool}
+        unread = columns.unread_state()
+        if unread is not None:  # loaded and never read since: saved again as it was loaded
+            state.update({part: unread[part] for part in ("numeric", "values") if part in unread})
+            columns_state[path] = state
+            continue
         if columns.numeric is not None:
             docs, values = columns.numeric.pairs()
             state["numeric"] = {"docs": _packed(docs, delta=True), "values": _packed(values),
@@ -248,42 +254,10 @@ def index_from_state(state: dict[str, Any]) -> Index:
         columns.exists = FrozenBitMap.deserialize(saved["exists"])
         columns.has_text = bool(saved["has_text"])
         columns.has_bool = bool(saved.get("has_bool", False))
-        if "numeric" in saved:
-            numeric = NumericColumn()
-            docs = _array(saved["numeric"]["docs"], np.uint32, delta=True)
-            numeric.load_pairs(docs, _array(saved["numeric"]["values"], np.float64))
-            # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
-            # several values has adjacent pairs.
-            if docs.size > 1 and (docs[1:] == docs[:-1]).any():
-                numeric.become_multi_valued()
-            if "min" in saved["numeric"]:
-                numeric.become_multi_valued()  # saved apart: three arrays
-                numeric.minimum.data = _array(saved["numeric"]["min"], np.float64)
-                numeric.maximum.data = _array(saved["numeric"]["max"], np.float64)
-                # Older snapshots lack the first number per doc: the smallest is the best stand-in.
-                numeric.first.data = _array(saved["numeric"].get("first", saved["numeric"]["min"]), np.float64)
-            else:  # single-valued: each doc's min, max and first are its one value
-                per_doc = np.full(int(saved["numeric"]["slots"]), np.nan)
-                per_doc[docs] = numeric.pairs()[1]
-                numeric.minimum.data = per_doc  # also max and first (one array while single-valued)
-            # The doc set as saved (older snapshots: from the pairs): deserialising is a copy, not a build.
-            numeric.docs = (BitMap.deserialize(saved["numeric"]["doc_bitmap"]) if "doc_bitmap" in saved["numeric"]
-                            else bitmap_from_array(docs))
-            if "order" in saved["numeric"]:  # older snapshots: sorted on first use
-                numeric.load_order(_array(saved["numeric"]["order"], np.uint32))
-            columns.numeric = numeric
-        if "values" in saved:
-            values = ValueColumn()
-            values.values = list(saved["values"]["values"])
-            values.ids = {value: value_id for value_id, value in enumerate(values.values)}
-            docs = _array(saved["values"]["docs"], np.uint32, delta=True)
-            values.load_pairs(docs, _array(saved["values"]["vids"], np.uint32))
-            # Saved in 32 bits as they are held (older snapshots: 64).
-            values.first.data = (_array(saved["values"]["first"], np.int32) if saved["values"].get("first_bits") == 32
-                                 else _array(saved["values"]["first"], np.int64).astype(np.int32))
-            values.docs = (BitMap.deserialize(saved["values"]["doc_bitmap"]) if "doc_bitmap" in saved["values"]
-                           else bitmap_from_array(docs))
-            columns.values = values
+        if "numeric" in saved or "values" in saved:
+            # Inflated on first use (a filter, sort, facet or group on the field, or a write to it),
+            # not on open: what a process holds follows what its queries read.
+            columns.load_on_first_use(partial(_columns_from_state, saved), saved)
         index.columns[path] = columns
     if "geo" in state:
         index.geo = GeoColumn.from_state(state["geo"])
@@ -296,6 +270,53 @@ def index_from_state(state: dict[str, Any]) -> Index:
     return index
 
 
+
+
+def _columns_from_state(saved: dict[str, Any]) -> tuple[NumericColumn | None, ValueColumn | None]:
+    return (_numeric_from_state(saved["numeric"]) if "numeric" in saved else None,
+            _values_from_state(saved["values"]) if "values" in saved else None)
+
+
+def _numeric_from_state(saved: dict[str, Any]) -> NumericColumn:
+    """A numeric column as :func:`index_to_state` saved it."""
+    numeric = NumericColumn()
+    docs = _array(saved["docs"], np.uint32, delta=True)
+    numeric.load_pairs(docs, _array(saved["values"], np.float64))
+    # Pairs are in doc order within each batch and a doc belongs to one batch: a doc with
+    # several values has adjacent pairs.
+    if docs.size > 1 and (docs[1:] == docs[:-1]).any():
+        numeric.become_multi_valued()
+    if "min" in saved:
+        numeric.become_multi_valued()  # saved apart: three arrays
+        numeric.minimum.data = _array(saved["min"], np.float64)
+        numeric.maximum.data = _array(saved["max"], np.float64)
+        # Older snapshots lack the first number per doc: the smallest is the best stand-in.
+        numeric.first.data = _array(saved.get("first", saved["min"]), np.float64)
+    else:  # single-valued: each doc's min, max and first are its one value
+        per_doc = np.full(int(saved["slots"]), np.nan)
+        per_doc[docs] = numeric.pairs()[1]
+        numeric.minimum.data = per_doc  # also max and first (one array while single-valued)
+    # The doc set as saved (older snapshots: from the pairs): deserialising is a copy, not a build.
+    numeric.docs = (BitMap.deserialize(saved["doc_bitmap"]) if "doc_bitmap" in saved
+                    else bitmap_from_array(docs))
+    if "order" in saved:  # older snapshots: sorted on first use
+        numeric.load_order(_array(saved["order"], np.uint32))
+    return numeric
+
+
+def _values_from_state(saved: dict[str, Any]) -> ValueColumn:
+    """An exact-value column as :func:`index_to_state` saved it."""
+    values = ValueColumn()
+    values.values = list(saved["values"])
+    values.ids = {value: value_id for value_id, value in enumerate(values.values)}
+    docs = _array(saved["docs"], np.uint32, delta=True)
+    values.load_pairs(docs, _array(saved["vids"], np.uint32))
+    # Saved in 32 bits as they are held (older snapshots: 64).
+    values.first.data = (_array(saved["first"], np.int32) if saved.get("first_bits") == 32
+                         else _array(saved["first"], np.int64).astype(np.int32))
+    values.docs = (BitMap.deserialize(saved["doc_bitmap"]) if "doc_bitmap" in saved
+                   else bitmap_from_array(docs))
+    return values
 
 
 def valid_point(value: Any) -> bool:
