@@ -11,6 +11,7 @@ means the index does not answer as its records say it should, and is named in th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,14 +28,17 @@ from roarsearch.schema import GEO_FIELD
 MAX_PROBLEMS = 100
 
 
-def rebuild_index(index: Index) -> Index:
-    """A fresh index from the live stored records of ``index``, in doc order."""
+def rebuild_index(index: Index, progress: Callable[[int], None] | None = None) -> Index:
+    """A fresh index from the live stored records of ``index``, in doc order; ``progress(records)``
+    after each batch of records rebuilt."""
     rebuilt = Index()
     rebuilt.value_fields = set(index.value_fields)  # index the same exact values as the original
     rebuilt.auto_values = False  # ... and no others (none dropped either: auto_value_fields stays empty)
     live = [index.docs.record(doc) for doc in index.alive]
     for start in range(0, len(live), 10_000):
         rebuilt.add_records(live[start:start + 10_000])
+        if progress is not None:
+            progress(min(start + 10_000, len(live)))
     return rebuilt
 
 
