@@ -88,3 +88,34 @@ def test_readme_test_command_shows_skip_reasons(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=120)
     assert "1 skipped" in result.stdout, result.stdout
     assert "SKIPPED [1]" in result.stdout and "needs a browser: .ci/install-browser.sh" in result.stdout
+
+
+def test_csv_rows_get_a_location_from_geo_columns_or_the_geo_option(tmp_path: Path) -> None:
+    flat = tmp_path / "flat.csv"
+    flat.write_text("id,name,_geo.lat,_geo.lng\n1,Paris,48.8566,2.3522\n2,Nowhere,,\n3,London,51.5074,-0.1278\n")
+    named = tmp_path / "named.csv"
+    named.write_text("id,name,latitude,longitude\n1,Paris,48.8566,2.3522\n2,Nowhere,,\n3,London,51.5074,-0.1278\n")
+    for source, options in ((flat, []), (named, ["--geo", "latitude,longitude"])):
+        data = tmp_path / f"data-{source.stem}"
+        result = run("import", "places", str(source), "--data", str(data), *options)
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        checked = run("check", "--data", str(data))
+        assert checked.returncode == 0, checked.stdout  # the engine and check agree on the location
+        exported = [json.loads(line) for line in run("export", "places", "--data", str(data)).stdout.splitlines()]
+        assert exported[1] == {"id": 2, "name": "Nowhere"}
+        with_location = exported[0]
+        assert (with_location.get("_geo") or {"lat": with_location["_geo.lat"], "lng": with_location["_geo.lng"]}) \
+            == {"lat": 48.8566, "lng": 2.3522}
+        found = run("search", "places", "--data", str(data), "--filter", "_geo.lat > 50", "--json")
+        assert [hit["id"] for hit in json.loads(found.stdout)["results"]] == [3]
+    # Without the option, latitude/longitude columns are plain numbers: the import says so.
+    data = tmp_path / "data-plain"
+    result = run("import", "places", str(named), "--data", str(data))
+    assert result.returncode == 0
+    assert "'latitude' and 'longitude' give no location" in result.stderr and "--geo latitude,longitude" in result.stderr
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,latitude,longitude\n1,48.8,\n")
+    result = run("import", "places", str(bad), "--data", str(tmp_path / "data-bad"), "--geo", "latitude,longitude")
+    assert result.returncode == 1
+    assert "line 2: 'longitude' (named by --geo): is empty or missing" in result.stderr
+    assert run("import", "places", str(bad), "--data", str(tmp_path / "data-bad"), "--geo", "latitude").returncode == 2

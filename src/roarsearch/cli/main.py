@@ -121,6 +121,9 @@ def _parser() -> argparse.ArgumentParser:
     importer.add_argument("--id-field", metavar="NAME", help="use the field (or CSV column) NAME as each record's id")
     importer.add_argument("--generate-ids", action="store_true",
                           help="give records without an id one made from their content (a re-import replaces, never duplicates)")
+    importer.add_argument("--geo", metavar="LAT,LNG",
+                          help="give each record the location _geo from these two fields (CSV columns), "
+                               "e.g. --geo latitude,longitude; columns named _geo.lat and _geo.lng need no option")
 
     search = commands.add_parser("search", help="search a collection and print the results")
     search.add_argument("collection")
@@ -483,13 +486,20 @@ def _open_served_engine(path: str, args: argparse.Namespace) -> Any:
 
 def import_file(args: argparse.Namespace) -> int:
     from roarsearch import SearchError
-    from roarsearch.cli.importing import format_of, open_input, read_rows, with_ids
+    from roarsearch.cli.importing import format_of, location_hint, open_input, read_rows, with_ids, with_locations
 
     kind = args.format or format_of(args.file)
     if not os.path.isfile(args.file):
         raise UsageError(f"{args.file}: no such file")
     if args.id_field is not None and not args.id_field:
         raise UsageError("--id-field: must name a field")
+    geo: tuple[str, str] | None = None
+    if args.geo is not None:
+        names = [name.strip() for name in args.geo.split(",")]
+        if len(names) != 2 or not all(names) or names[0] == names[1]:
+            raise UsageError(f"--geo {args.geo!r}: expected two field names, latitude first: --geo latitude,longitude")
+        geo = (names[0], names[1])
+    hints: list[str] = []
     # Per batch handed to the engine: the records before it and each record's line (the last few).
     handed: dict[int, tuple[int, list[int]]] = {}
     read = 0  # records read into batches handed over; every one is written once the import returns
@@ -503,6 +513,8 @@ def import_file(args: argparse.Namespace) -> int:
             batch: list[dict[str, Any]] = []
             lines: list[int] = []
             rows = with_ids(args.file, read_rows(args.file, source, kind), args.id_field, args.generate_ids)
+            if geo is not None:
+                rows = with_locations(args.file, rows, geo)
             while True:
                 try:
                     line, record = next(rows)
@@ -511,6 +523,8 @@ def import_file(args: argparse.Namespace) -> int:
                 except ValueError as error:  # a row that does not read: the batches before it are written
                     raise ValueError(f"{error}; nothing of this batch was written ({read} records before it were)") \
                         from error
+                if not read and not batch:
+                    hints.extend(filter(None, [location_hint(record, geo)]))
                 batch.append(record)
                 lines.append(line)
                 if len(batch) >= args.batch_size:
@@ -545,6 +559,8 @@ def import_file(args: argparse.Namespace) -> int:
             raise ValueError(f"{args.file}: {where}; nothing of this batch was written "
                              f"({before} records before it were)") from error
     print(f"imported {imported} records into {args.collection}")
+    for hint in hints:
+        print(f"note: {hint}", file=sys.stderr)
     return 0
 
 

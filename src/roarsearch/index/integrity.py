@@ -22,7 +22,7 @@ from roarsearch.index.geo import extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.state import valid_point
-from roarsearch.schema import GEO_FIELD
+from roarsearch.schema import record_location
 
 #: Differences listed per collection before the report says there are more.
 MAX_PROBLEMS = 100
@@ -207,6 +207,6 @@ def _compare_geo(loaded: Index, rebuilt: Index, problems: _Problems) -> None:
     """The ``_geo`` points of the live docs against those their stored records hold."""
     alive = array_from_bitmap(loaded.alive)
     records = [loaded.docs.record(doc) for doc in alive.tolist()]
-    positions, lat, lng = extract_points([record if valid_point(record.get(GEO_FIELD)) else {} for record in records])
+    positions, lat, lng = extract_points([record if valid_point(record_location(record)) else {} for record in records])
     problems.extend(
         loaded.geo.differences(alive[positions], lat, lng, only=loaded.alive))

@@ -114,3 +114,51 @@ def test_facet_value_search_counts_a_first_letter_typo_as_two(engine: Engine) ->
     assert [entry["value"] for entry in values] == ["zlib"]
     values = engine.search_facet_values("c", "pkg", {"textFacetQuery": {"query": "libsll"}})["values"]
     assert [entry["value"] for entry in values] == ["libssl"]
+
+
+def test_flat_geo_keys_are_a_location_for_add_search_reopen_and_check(tmp_path: Any) -> None:
+    rows = [{"id": 1, "name": "Paris", "_geo.lat": 48.8566, "_geo.lng": 2.3522},
+            {"id": 2, "name": "Versailles", "_geo": {"lat": 48.8049, "lng": 2.1204}},
+            {"id": 3, "name": "Nowhere", "_geo.lat": None, "_geo.lng": None},
+            {"id": 4, "name": "London", "_geo.lat": 51.5074, "_geo.lng": -0.1278}]
+    around = {"around": {"lat": 48.85, "lng": 2.35, "radius": 30_000}}
+    with Engine(tmp_path / "data") as engine:
+        engine.add_records("places", rows)
+        response = engine.search({"collection": "places", "geo": around, "sort": ["_geoDistance"]})
+        assert ids(response) == [1, 2]
+        assert engine.check()["ok"], engine.check()
+        # Stored and exported as given; filters address both forms with the same dotted path.
+        assert engine.get_records("places", [1])[0] == rows[0]
+        assert ids(engine.search({"collection": "places", "filter": "_geo.lat > 49"})) == [4]
+        assert ids(engine.search({"collection": "places", "filter": "_geo.lat < 49"})) == [1, 2]
+    with Engine(tmp_path / "data") as engine:
+        assert ids(engine.search({"collection": "places", "geo": around, "sort": ["_geoDistance"]})) == [1, 2]
+        assert engine.check()["ok"]
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ({"id": 1, "_geo.lat": 91, "_geo.lng": 2}, "records[0]._geo.lat: must be a number between -90 and 90, got 91"),
+    ({"id": 1, "_geo.lat": 48.8}, "records[0]._geo.lng: is required with _geo.lat"),
+    ({"id": 1, "_geo.lng": 2.3, "_geo.lat": None}, "records[0]._geo.lat: is required with _geo.lng"),
+    ({"id": 1, "_geo.lat": "48.8", "_geo.lng": 2}, 'records[0]._geo.lat: must be a number between -90 and 90, got string "48.8"'),
+    ({"id": 1, "_geo.lat": 1, "_geo.lng": 2, "_geo": {"lat": 1, "lng": 2}},
+     "records[0]._geo: a location is either the object _geo or the keys _geo.lat and _geo.lng, not both"),
+])
+def test_flat_geo_keys_are_checked_like_the_object(engine: Engine, record: dict[str, Any], message: str) -> None:
+    from roarsearch import SearchError
+
+    with pytest.raises(SearchError) as caught:
+        engine.add_records("places", [{"id": 0, "name": "fine"}, record])
+    assert caught.value.status == 400
+    assert caught.value.data.replace("records[1]", "records[0]").startswith(message), caught.value.data
+    assert engine.collections() == [] or engine.search({"collection": "places"})["totalHits"] == 0
+
+
+def test_dotted_keys_and_nested_objects_are_the_same_field(engine: Engine) -> None:
+    engine.add_records("c", [{"id": 1, "address.city": "Paris", "n": 1}, {"id": 2, "address": {"city": "Lyon"}, "n": 2}])
+    assert ids(engine.search({"collection": "c", "filter": 'address.city = "paris"'})) == [1]
+    assert ids(engine.search({"collection": "c", "query": "lyon"})) == [2]
+    facets = engine.search({"collection": "c", "textFacets": ["address.city"]})["textFacets"][0]["values"]
+    assert facets == [{"value": "Lyon", "count": 1}, {"value": "Paris", "count": 1}]
+    assert ids(engine.search({"collection": "c", "sort": ["-address.city"]})) == [1, 2]
+    assert engine.check()["ok"]
