@@ -30,6 +30,9 @@ MAX_ID_BYTES = 512
 MAX_DEPTH = 32
 #: The field that holds a record's location (contract §9).
 GEO_FIELD = "_geo"
+#: A location given as two flat keys (a CSV's ``_geo.lat`` and ``_geo.lng`` columns): the same
+#: field paths as the object ``_geo: {"lat", "lng"}`` gives, so the same location.
+GEO_LAT, GEO_LNG = f"{GEO_FIELD}.lat", f"{GEO_FIELD}.lng"
 #: Bounds of each coordinate, in degrees.
 GEO_BOUNDS = {"lat": 90.0, "lng": 180.0}
 
@@ -252,7 +255,8 @@ def _valid_by_columns(columns: RecordColumns) -> bool:
     """Whether every record passes :func:`_check_records`, decided a few C-level passes per field.
     False says only "not shown valid": :func:`_check_records` then finds (and names) the first
     problem, or accepts what this does not handle (nested objects, arrays of numbers, locations)."""
-    if "id" not in columns.keys or GEO_FIELD in columns.keys or not all(type(key) is str and key for key in columns.keys):
+    if ("id" not in columns.keys or GEO_FIELD in columns.keys or GEO_LAT in columns.keys or GEO_LNG in columns.keys
+            or not all(type(key) is str and key for key in columns.keys)):
         return False
     for key, values, kinds, elements in zip(columns.keys, columns.values, columns.kinds, columns.elements):
         if key == "id":
@@ -297,6 +301,36 @@ def _check_records(batch: list[Any]) -> None:
                     check_geo_point(value, f"{where}.{GEO_FIELD}")
             elif key != "id":
                 _check_value(value, f"{where}.{key}", 1)
+        if GEO_LAT in record or GEO_LNG in record:
+            check_flat_point(record, where)
+
+
+def check_flat_point(record: dict[str, Any], where: str) -> None:
+    """A location given as the flat keys ``_geo.lat`` and ``_geo.lng``: both numbers in range (or
+    both null or absent: no location), and no ``_geo`` object beside them."""
+    lat, lng = record.get(GEO_LAT), record.get(GEO_LNG)
+    if lat is None and lng is None:
+        return
+    if record.get(GEO_FIELD) is not None:
+        raise BadRequestError(f"{where}.{GEO_FIELD}: a location is either the object _geo or the keys _geo.lat and "
+                              "_geo.lng, not both", field=GEO_FIELD)
+    for key, value, other in ((GEO_LAT, lat, GEO_LNG), (GEO_LNG, lng, GEO_LAT)):
+        if value is None:
+            raise BadRequestError(f"{where}.{key}: is required with {other} (a location needs both)", field=GEO_FIELD)
+        check_coordinate(value, f"{where}.{key}", GEO_BOUNDS[key.rsplit(".", 1)[1]], GEO_FIELD)
+
+
+def record_location(record: dict[str, Any]) -> Any:
+    """A record's location as stored: its ``_geo`` value, or ``{"lat", "lng"}`` from its flat keys
+    ``_geo.lat`` and ``_geo.lng``; None when it has none. (Not validated: stored records of old
+    versions may hold anything.)"""
+    value = record.get(GEO_FIELD)
+    if value is not None:
+        return value
+    lat, lng = record.get(GEO_LAT), record.get(GEO_LNG)
+    if lat is None and lng is None:
+        return None
+    return {"lat": lat, "lng": lng}
 
 
 def describe_value(value: Any) -> str:

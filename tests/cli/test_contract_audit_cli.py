@@ -31,7 +31,7 @@ from tests.cli.test_cli import ROOT, run
 def run_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``run`` from another working directory (``--data`` defaults to a path relative to it)."""
     return subprocess.run([sys.executable, "-m", "roarsearch", *args], capture_output=True, text=True, cwd=cwd,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+                          env=dict(os.environ, PYTHONPATH=f"{ROOT / 'src'}{os.pathsep}{ROOT}"), timeout=120)
 
 
 def test_data_defaults_to_roarsearch_data_in_the_working_directory(tmp_path: Path) -> None:

@@ -66,10 +66,12 @@ def word_typos(word: str, token: str, budget: int, is_prefix: bool) -> int | Non
     if is_prefix and token.startswith(word):
         return 0
     if budget:
-        distance = OSA.distance(word, token)
+        # A typo on the first letter counts as two (contract §4).
+        first_letter = 0 if token[:1] == word[:1] else 1
+        distance = OSA.distance(word, token) + first_letter
         if distance <= budget:
             best = distance
-        if is_prefix and (best is None or best > 1):
+        if is_prefix and (best is None or best > 1) and not first_letter:
             # While typing, the last word tolerates one typo in its beginning; the typed last letter
             # must be matched (dropping it is not a typo).
             near = any(c <= len(token) and OSA.distance(word, token[:c]) <= 1 for c in (len(word), len(word) + 1))
@@ -211,7 +213,8 @@ class ReferenceModel:
                 if phrase_hit or any(token == word or token in singles
                                      for tokens in analysed[record_id].values() for token, _ in tokens):
                     continue
-                whole = any(OSA.distance(word, token) <= (0 if name in no_typo_fields else budgets[index])
+                whole = any(OSA.distance(word, token) + (token[:1] != word[:1])
+                            <= (0 if name in no_typo_fields else budgets[index])
                             for name, tokens in analysed[record_id].items() for token, _ in tokens)
                 exact = max(exact, 1 if whole else 2)
             record = self.records[record_id]
@@ -247,9 +250,9 @@ def _parse_sort(text: str) -> tuple[str, bool]:
 def sort_key(record: dict[str, Any], sort: list[str]) -> tuple[Any, ...]:
     """Per sort key (``_rank`` keys are filled in by :func:`_with_rank`): class then value.
 
-    Numbers (array: smallest ascending, largest descending) before strings ascending, strings
-    before numbers descending, missing last both ways; strings by (folded, raw); strings over 256
-    characters do not sort; booleans sort as the strings "false" < "true".
+    An array by its smallest value ascending and its largest descending, in the order numbers <
+    strings; missing last both ways; strings by their folded text alone (values that fold alike
+    tie); strings over 256 characters do not sort; booleans sort as the strings "false" < "true".
     """
     from roarsearch.analysis.normalize import fold
 
@@ -264,12 +267,16 @@ def sort_key(record: dict[str, Any], sort: list[str]) -> tuple[Any, ...]:
             continue
         values = [value for path, _, value in iter_leaves(record) if path == field_name]
         numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        strings = [(fold("true" if v else "false") if isinstance(v, bool) else fold(v), str(v))
+        strings = [fold("true" if v else "false") if isinstance(v, bool) else fold(v)
                    for v in values if isinstance(v, bool) or (isinstance(v, str) and len(v) <= 256)]
-        if numbers:
-            parts.append((1, -max(numbers)) if descending else (0, min(numbers)))
+        if descending and strings:  # numbers < strings: the largest value is a string
+            parts.append((0, Reverse(max(strings))))
+        elif descending and numbers:
+            parts.append((1, -max(numbers)))
+        elif numbers:
+            parts.append((0, min(numbers)))
         elif strings:
-            parts.append((0, Reverse(max(strings))) if descending else (1, min(strings)))
+            parts.append((1, min(strings)))
         else:
             parts.append((2, 0))
     return tuple(parts)

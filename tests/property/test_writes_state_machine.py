@@ -70,7 +70,7 @@ FILTERS: list[tuple[str, Any]] = [
 QUERIES = ["", "", "star", "sta", "star wars", "galaxy rivr", "strs ", "galactik", "quest trek", "rover st", "zzz",
            "wars zzz"]
 INTERVALS = ["[0,2)", "[2,4]", "(3,)", "[*,1]", "[5,5]"]
-SORTS: list[list[str]] = [[], [], ["num"], ["-num"], ["kind", "-_rank"], ["-_rank"]]
+SORTS: list[list[str]] = [[], [], ["num"], ["-num"], ["kind", "-_rank"], ["-_rank"], ["cat", "-num"], ["-cat", "num"]]
 
 REQUEST = st.fixed_dictionaries({
     "query": st.sampled_from(QUERIES),
@@ -81,7 +81,8 @@ REQUEST = st.fixed_dictionaries({
     "count": st.integers(1, 6),
     "textFacets": st.lists(st.sampled_from(["cat", "num", "flag"]), max_size=3, unique=True),
     "facetCount": st.integers(1, 5),
-    "textFacetFilters": st.sampled_from([{}, {}, {"cat": ["red"]}, {"cat": ["blue", "green"]}, {"flag": [True]}]),
+    "textFacetFilters": st.sampled_from([{}, {}, {"cat": ["red"]}, {"cat": ["blue", "green"]}, {"flag": [True]},
+                                         {"num": [1, 4]}]),
     "numericFacets": st.sampled_from([{}, {"num": ["[0,2)", "(3,)"]}, {"num": []}, {"num": INTERVALS}]),
     "numericFacetFilters": st.sampled_from([{}, {}, {"num": ["[2,4]"]}, {"num": ["[*,1]", "[5,5]"]}]),
     "groupBy": st.sampled_from([None, None, "kind"]),
@@ -91,12 +92,14 @@ REQUEST = st.fixed_dictionaries({
 })
 
 
-def passes_facet_filters(record: dict[str, Any], request: dict[str, Any], leave_out: str | None) -> bool:
+def passes_facet_filters(record: dict[str, Any], request: dict[str, Any], leave_out: tuple[str, str] | None) -> bool:
+    """Every facet filter but ``leave_out``, a (kind, field): a facet leaves out only its own
+    filter of its own kind (contract §4)."""
     for field, values in request["textFacetFilters"].items():
-        if field != leave_out and not any(text_match(record, field, value) for value in values):
+        if ("text", field) != leave_out and not any(text_match(record, field, value) for value in values):
             return False
     for field, intervals in request["numericFacetFilters"].items():
-        if field != leave_out and not any(in_interval(n, i) for n in numbers(record, field) for i in intervals):
+        if ("numeric", field) != leave_out and not any(in_interval(n, i) for n in numbers(record, field) for i in intervals):
             return False
     return True
 
@@ -106,7 +109,7 @@ def model_answer(model: ReferenceModel, request: dict[str, Any]) -> dict[str, An
     _text, passes_filter = FILTERS[request["filter"]]
     records = model.records
 
-    def matching(leave_out: str | None, kept: int | None = None) -> list[Any]:
+    def matching(leave_out: tuple[str, str] | None, kept: int | None = None) -> list[Any]:
         """Ids matching the words (``kept`` of them: no further dropping), filter and facet filters."""
         in_area = GEOS[request["geo"]][1]
         universe = {rid for rid, r in records.items()
@@ -134,12 +137,12 @@ def model_answer(model: ReferenceModel, request: dict[str, Any]) -> dict[str, An
         answer["ids"] = ordered[request["skip"]:request["skip"] + request["count"]]
     text_facets = []
     for field in request["textFacets"]:
-        pool = [records[rid] for rid in matching(field, kept)]
+        pool = [records[rid] for rid in matching(("text", field), kept)]
         text_facets.append({"field": field, "values": facet_model(pool, field, request["facetCount"])})
     answer["textFacets"] = text_facets
     numeric_facets = []
     for field, intervals in request["numericFacets"].items():
-        pool = [records[rid] for rid in matching(field, kept)]
+        pool = [records[rid] for rid in matching(("numeric", field), kept)]
         values = [n for r in pool for n in numbers(r, field)]
         stats = {"min": min(values), "max": max(values), "count": sum(1 for r in pool if numbers(r, field))} if values \
             else {"min": None, "max": None, "count": 0}
@@ -147,7 +150,7 @@ def model_answer(model: ReferenceModel, request: dict[str, Any]) -> dict[str, An
         numeric_facets.append((field, stats, ranges, sum(values) / len(values) if values else None))
     answer["numericFacets"] = numeric_facets
     if request["facetQuery"] is not None:
-        pool = [records[rid] for rid in matching("cat", kept)]
+        pool = [records[rid] for rid in matching(("text", "cat"), kept)]
         wanted = " ".join(analyze(request["facetQuery"]))
         counted = facet_model(pool, "cat", 10**6)
         ranked = []

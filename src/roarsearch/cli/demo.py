@@ -33,6 +33,35 @@ BATCH_SIZE = 2_000
 DEFAULT_PORT = 7700
 
 
+#: The films' settings: the fields searched and how the search page shows them (``searchPage``):
+#: the page itself knows nothing of films.
+MOVIES_SETTINGS: dict[str, Any] = {
+    "searchFields": ["title", "director", "cast", "writers"],
+    "searchPage": {
+        "title": "title",
+        "subtitle": "year",
+        "placeholder": "Search titles, directors, cast — typos welcome (godfathr, spielbrg)",
+        "facts": [{"field": "mpaaRating", "badge": True}, {"field": "runtime", "format": "{} min"},
+                  {"field": "tomatoMeter", "format": "Tomatometer {}%"}, {"field": "genres"}],
+        "lines": [{"field": "director", "label": "Directed by"}, {"field": "cast", "label": "With", "limit": 5}],
+        "textFacets": [{"field": "genres", "label": "Genre"}, {"field": "mpaaRating", "label": "MPAA rating"},
+                       {"field": "languages", "label": "Language"}],
+        "numericFacets": [
+            {"field": "year", "label": "Year", "ranges": [
+                {"range": "[1900,1950)", "label": "Before 1950"}, {"range": "[1950,1970)", "label": "1950s–60s"},
+                {"range": "[1970,1980)", "label": "1970s"}, {"range": "[1980,1990)", "label": "1980s"},
+                {"range": "[1990,2000)", "label": "1990s"}, {"range": "[2000,2010)", "label": "2000s"},
+                {"range": "[2010,)", "label": "2010 and later"}]},
+            {"field": "tomatoMeter", "label": "Tomatometer", "ranges": [
+                {"range": "[90,100]", "label": "90–100% (acclaimed)"}, {"range": "[75,90)", "label": "75–89%"},
+                {"range": "[60,75)", "label": "60–74% (fresh)"}, {"range": "[0,60)", "label": "Below 60% (rotten)"}]},
+        ],
+        "sort": [{"sort": "-year", "label": "Newest first"}, {"sort": "year", "label": "Oldest first"},
+                 {"sort": "-tomatoMeter", "label": "Best reviewed"}],
+    },
+}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``demo`` subcommand's options."""
     parser.add_argument("--data", default=DEFAULT_DATA, help="data directory (default: %(default)s)")
@@ -50,6 +79,9 @@ def load(data: str) -> int:
 
     records = load_movies()
     with Engine(os.path.join(data, DEFAULT_APP)) as engine:
+        current = engine.get_settings(COLLECTION) if COLLECTION in engine.collection_names() else {}
+        if any(current.get(key) != value for key, value in MOVIES_SETTINGS.items()):
+            engine.update_settings(COLLECTION, MOVIES_SETTINGS)  # also on reuse, once: the page reads them
         present = _record_count(engine)
         if present >= len(records):
             print(f"reusing {present:,} movies already indexed in {data}", flush=True)

@@ -31,6 +31,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from roarsearch.errors import BadRequestError
+from roarsearch.schema import GEO_BOUNDS, GEO_FIELD, check_coordinate, record_location
+
 #: A CSV cell becomes a number only in canonical form: "007" and "1.50e" stay text (zip codes,
 #: codes with leading zeros), and "nan"/"inf" (which float() would take) are not numbers in JSON.
 CSV_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?P<fraction>\.[0-9]+)?(?P<exponent>[eE][+-]?[0-9]+)?")
@@ -247,3 +250,46 @@ def with_ids(name: str, rows: Iterator[tuple[int, Any]], id_field: str | None,
             if generate and "id" not in record:
                 record = {"id": generated_id(record), **record}  # first, as a reader expects it
         yield line, record
+
+
+# ---------------------------------------------------------------------- locations
+
+#: Field names that look like a latitude and a longitude (lower case): a hint when they give no location.
+LATITUDE_NAMES = ("lat", "latitude")
+LONGITUDE_NAMES = ("lng", "lon", "long", "longitude")
+
+
+def with_locations(name: str, rows: Iterator[tuple[int, Any]], columns: tuple[str, str]) -> Iterator[tuple[int, Any]]:
+    """Records given a location ``_geo: {"lat", "lng"}`` from the fields (CSV columns) named by
+    ``--geo LAT,LNG``; the fields themselves stay. A record with neither field has no location."""
+    lat_field, lng_field = columns
+    for line, record in rows:
+        if isinstance(record, dict) and (lat_field in record or lng_field in record):
+            if record.get(GEO_FIELD) is not None:
+                raise ImportFileError(f"{name}: line {line}: the record has a _geo of its own and the fields "
+                                      f"{lat_field!r} and {lng_field!r} named by --geo")
+            point = {}
+            for field, key in ((lat_field, "lat"), (lng_field, "lng")):
+                value = record.get(field)
+                if value is None:
+                    raise ImportFileError(f"{name}: line {line}: {field!r} (named by --geo): is empty or missing; "
+                                          "a location needs both fields")
+                try:
+                    point[key] = check_coordinate(value, f"{field!r} (named by --geo)", GEO_BOUNDS[key], GEO_FIELD)
+                except BadRequestError as error:
+                    raise ImportFileError(f"{name}: line {line}: {error.data}") from None
+            record = {**record, GEO_FIELD: point}
+        yield line, record
+
+
+def location_hint(record: Any, columns: tuple[str, str] | None) -> str | None:
+    """Why a record with latitude/longitude-like fields got no location, and what to pass instead."""
+    if columns is not None or not isinstance(record, dict) or record_location(record) is not None:
+        return None
+    keys = {key.lower(): key for key in record if isinstance(key, str)}
+    lat = next((keys[key] for key in LATITUDE_NAMES if key in keys), None)
+    lng = next((keys[key] for key in LONGITUDE_NAMES if key in keys), None)
+    if lat is None or lng is None:
+        return None
+    return (f"the fields {lat!r} and {lng!r} give no location: a record's location is its _geo field "
+            f"(or the two columns _geo.lat and _geo.lng); to search by distance, import with --geo {lat},{lng}")

@@ -17,7 +17,10 @@ Invariants:
   earlier batches stay and nothing of the failing one is written;
 - ``serve`` opens the engines before binding the port (a locked directory is a clear error), prints
   one line when ready, and on SIGINT/SIGTERM stops accepting, lets in-flight requests finish,
-  closes the engines and exits 0.
+  closes the engines, prints one line and exits 0;
+- reading commands (``search``, ``export``, ``check``, ``settings`` without ``--set``) work
+  beside a process that holds the directory (``serve``): they read its files as they are then
+  (:class:`~roarsearch.engine.follower.DirectoryReader`); writing ones say to use the HTTP API.
 """
 
 from __future__ import annotations
@@ -118,6 +121,9 @@ def _parser() -> argparse.ArgumentParser:
     importer.add_argument("--id-field", metavar="NAME", help="use the field (or CSV column) NAME as each record's id")
     importer.add_argument("--generate-ids", action="store_true",
                           help="give records without an id one made from their content (a re-import replaces, never duplicates)")
+    importer.add_argument("--geo", metavar="LAT,LNG",
+                          help="give each record the location _geo from these two fields (CSV columns), "
+                               "e.g. --geo latitude,longitude; columns named _geo.lat and _geo.lng need no option")
 
     search = commands.add_parser("search", help="search a collection and print the results")
     search.add_argument("collection")
@@ -221,6 +227,36 @@ def _where_instead(data: str, app: str) -> str:
     return "import something first, or pass --data / --app"
 
 
+def _reading_engine(path: str) -> Any:
+    """An engine to read ``path`` with: its own ``Engine``, or, while another process holds the
+    directory (``roarsearch serve``, an import), a read-only
+    :class:`~roarsearch.engine.follower.DirectoryReader` over its files as they are now."""
+    from roarsearch import Engine
+    from roarsearch.errors import DirectoryLockedError
+
+    try:
+        return Engine(path)
+    except DirectoryLockedError:
+        from roarsearch.engine.follower import DirectoryReader
+
+        return DirectoryReader(path)
+
+
+def _writing_engine(path: str, what: str) -> Any:
+    """The ``Engine`` of ``path`` for a command that writes; held by another process, an error that
+    says what to run instead."""
+    from roarsearch import Engine
+    from roarsearch.errors import DirectoryLockedError
+
+    try:
+        return Engine(path)
+    except DirectoryLockedError as error:
+        holder = re.search(r"\(pid ([^,]+),", error.data)
+        raise ValueError(f"{path} is in use by another process (pid {holder[1] if holder else 'unknown'}), "
+                         f"such as a running roarsearch serve; {what} through its HTTP API instead, or stop it "
+                         "first (search, export, check and backup work beside it)") from None
+
+
 # ---------------------------------------------------------------------- serve
 
 def _keys(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
@@ -316,7 +352,15 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         for engine in reversed(list(engines.values())):  # idempotent; covers a start that failed before the lifespan
             engine.close()
+    if server.started:
+        _stopped(args, apps)
     return 0 if server.started else 1
+
+
+def _stopped(args: argparse.Namespace, apps: tuple[str, ...]) -> None:
+    """The one line ``serve`` prints once it has stopped: engines closed, every acknowledged write on disk."""
+    print(f"roarsearch stopped apps={','.join(apps)} data={args.data}: engines closed, every acknowledged write "
+          "is on disk", flush=True)
 
 
 #: The default worker count's cap: measured on 2 cores (docs/benchmarks.md, "HTTP load"); more
@@ -418,6 +462,8 @@ def _serve_workers(args: argparse.Namespace, config: Any, engines: dict[str, Any
     if failure:
         print(f"roarsearch serve: {failure[0]}", file=sys.stderr)
         return 1
+    if server.started:
+        _stopped(args, tuple(paths))
     return 0 if server.started else 1
 
 
@@ -439,26 +485,36 @@ def _open_served_engine(path: str, args: argparse.Namespace) -> Any:
 # ---------------------------------------------------------------------- import
 
 def import_file(args: argparse.Namespace) -> int:
-    from roarsearch import Engine, SearchError
-    from roarsearch.cli.importing import format_of, open_input, read_rows, with_ids
+    from roarsearch import SearchError
+    from roarsearch.cli.importing import format_of, location_hint, open_input, read_rows, with_ids, with_locations
 
     kind = args.format or format_of(args.file)
     if not os.path.isfile(args.file):
         raise UsageError(f"{args.file}: no such file")
     if args.id_field is not None and not args.id_field:
         raise UsageError("--id-field: must name a field")
+    geo: tuple[str, str] | None = None
+    if args.geo is not None:
+        names = [name.strip() for name in args.geo.split(",")]
+        if len(names) != 2 or not all(names) or names[0] == names[1]:
+            raise UsageError(f"--geo {args.geo!r}: expected two field names, latitude first: --geo latitude,longitude")
+        geo = (names[0], names[1])
+    hints: list[str] = []
     # Per batch handed to the engine: the records before it and each record's line (the last few).
     handed: dict[int, tuple[int, list[int]]] = {}
     read = 0  # records read into batches handed over; every one is written once the import returns
 
     with open_input(args.file, kind) as source, _progress(args.collection, source.size) as progress, \
-            Engine(_app_directory(args.data, args.app)) as engine:
+            _writing_engine(_app_directory(args.data, args.app),
+                            f"send the records (POST /v2/collections/{args.collection}/records)") as engine:
 
         def batches() -> Iterator[list[dict[str, Any]]]:
             nonlocal read
             batch: list[dict[str, Any]] = []
             lines: list[int] = []
             rows = with_ids(args.file, read_rows(args.file, source, kind), args.id_field, args.generate_ids)
+            if geo is not None:
+                rows = with_locations(args.file, rows, geo)
             while True:
                 try:
                     line, record = next(rows)
@@ -467,6 +523,8 @@ def import_file(args: argparse.Namespace) -> int:
                 except ValueError as error:  # a row that does not read: the batches before it are written
                     raise ValueError(f"{error}; nothing of this batch was written ({read} records before it were)") \
                         from error
+                if not read and not batch:
+                    hints.extend(filter(None, [location_hint(record, geo)]))
                 batch.append(record)
                 lines.append(line)
                 if len(batch) >= args.batch_size:
@@ -501,6 +559,8 @@ def import_file(args: argparse.Namespace) -> int:
             raise ValueError(f"{args.file}: {where}; nothing of this batch was written "
                              f"({before} records before it were)") from error
     print(f"imported {imported} records into {args.collection}")
+    for hint in hints:
+        print(f"note: {hint}", file=sys.stderr)
     return 0
 
 
@@ -534,7 +594,6 @@ def _progress(collection: str, total_bytes: int) -> Iterator[Any]:
 # ---------------------------------------------------------------------- search
 
 def search(args: argparse.Namespace) -> int:
-    from roarsearch import Engine
 
     body: dict[str, Any] = {"collection": args.collection, "query": args.query, "count": args.count, "skip": args.skip}
     if args.filter:
@@ -545,11 +604,13 @@ def search(args: argparse.Namespace) -> int:
         body["textFacets"] = args.facets
     if args.fields:
         body["fields"] = args.fields
-    with Engine(_existing_data_directory(args.data, args.app)) as engine:
+    with _reading_engine(_existing_data_directory(args.data, args.app)) as engine:
         response = engine.search(body)
     if args.json:
         print(json.dumps(response, ensure_ascii=False))
         return 0
+    for warning in response.get("warnings") or []:  # as --json shows them, apart from the results
+        print(f"warning: {warning}", file=sys.stderr)
     shown = len(response["results"])
     print(f"{response['totalHits']} hits in {response['responseTime']} ms"
           + (f", showing {args.skip + 1}-{args.skip + shown}" if shown else ""))
@@ -563,7 +624,6 @@ def search(args: argparse.Namespace) -> int:
 
 
 def settings(args: argparse.Namespace) -> int:
-    from roarsearch import Engine
 
     changes: dict[str, Any] = {}
     for change in args.changes:
@@ -574,8 +634,13 @@ def settings(args: argparse.Namespace) -> int:
             changes[key] = json.loads(text)
         except ValueError as error:
             raise UsageError(f"--set {key}: the value is not JSON ({error})") from None
-    with Engine(_existing_data_directory(args.data, args.app)) as engine:
-        result = engine.update_settings(args.collection, changes) if changes else engine.get_settings(args.collection)
+    path = _existing_data_directory(args.data, args.app)
+    if changes:
+        with _writing_engine(path, f"change them (PUT /v2/collections/{args.collection}/settings)") as engine:
+            result = engine.update_settings(args.collection, changes)
+    else:
+        with _reading_engine(path) as engine:
+            result = engine.get_settings(args.collection)
     print(json.dumps(result, ensure_ascii=False, indent=2))
     return 0
 
@@ -605,7 +670,7 @@ def _table(results: list[dict[str, Any]], fields: list[str]) -> str:
 # ---------------------------------------------------------------------- check
 
 def check(args: argparse.Namespace) -> int:
-    from roarsearch import Engine
+    from roarsearch.engine.follower import DirectoryReader
 
     if _is_data_directory(args.data):  # a directory Engine(DATA) wrote: the default application
         apps = args.apps or [DEFAULT_APP]
@@ -615,11 +680,11 @@ def check(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.data}: no roarsearch data directory found; {_where_instead(args.data, DEFAULT_APP)}")
     failed = False
     for app in apps:
-        with Engine(_existing_data_directory(args.data, app)) as engine:
-            try:
-                report = engine.check()
-            except AttributeError as error:
-                raise ValueError("this engine has no check() yet; nothing was verified") from error
+        with _reading_engine(_existing_data_directory(args.data, app)) as engine, _check_progress(app) as progress:
+            if isinstance(engine, DirectoryReader):  # another process holds the directory
+                print(f"{app}: in use by another process (a running server?): checking its files as they are now",
+                      file=sys.stderr)
+            report = engine.check(progress)
         for name, collection in sorted(report.get("collections", {}).items()):
             state = "ok" if not collection["problems"] else f"{len(collection['problems'])} problem(s)"
             print(f"{app}/{name}: {collection['records']} records, {state}")
@@ -633,13 +698,43 @@ def check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+@contextlib.contextmanager
+def _check_progress(app: str) -> Iterator[Any]:
+    """``update(done, total, collection)``: a bar of records rebuilt and compared, on a terminal only."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # the server extra brings tqdm; without it, no bar
+        tqdm = None  # type: ignore[misc, assignment]
+    if tqdm is None or not sys.stderr.isatty():
+        yield None
+        return
+    try:  # a terminal that has no size yet (a fresh pseudo-terminal) would hide the bar
+        size = os.get_terminal_size(sys.stderr.fileno())
+        width, height = size.columns or 80, size.lines or 24
+    except OSError:
+        width, height = 80, 24
+    bar = tqdm(total=0, unit=" records", unit_scale=True, desc=f"check {app}", file=sys.stderr, ncols=width,
+               nrows=height)
+
+    def update(done: int, total: int, collection: str) -> None:
+        # Called once per 10,000 records rebuilt: each call is drawn.
+        bar.total = total
+        bar.set_postfix_str(collection, refresh=False)
+        bar.update(done - bar.n)
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
 # ---------------------------------------------------------------------- export
 
 def export(args: argparse.Namespace) -> int:
     """Every record as JSON Lines in id order (integer ids first, then strings), as stored."""
-    from roarsearch import Engine
 
-    with Engine(_existing_data_directory(args.data, args.app)) as engine:
+    with _reading_engine(_existing_data_directory(args.data, args.app)) as engine:
         engine.page_records(args.collection, count=1)  # an unknown collection fails before any file is made
         if args.output is None:
             written = _export_to(engine, args.collection, sys.stdout)

@@ -44,6 +44,7 @@ from roarsearch.index.bitmaps import array_from_bitmap
 from roarsearch.index.docstore import id_sort_key
 from roarsearch.index.index import Index
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
+from roarsearch.query.facet_filters import NUMERIC
 from roarsearch.query.fields import held_fields
 from roarsearch.query.geo import GEO_DISTANCE_FIELD
 from roarsearch.query.plan import allowed_typos
@@ -74,7 +75,8 @@ def field_sort_part(index: Index, field: str, doc: int, descending: bool, record
                     distance: float | None = None) -> SortPart:
     """(class, value) of ``doc`` for one sort key, as ``ranking.sort`` orders it, but comparable
     across shards: class 0/1 = number/string (swapped when descending), 2 = missing; a string
-    is ``(folded, raw)``; an array gives its smallest value ascending, its largest descending.
+    is ``(folded,)`` (values that fold alike tie); an array gives its smallest value ascending,
+    its largest descending, in the order numbers < strings.
     ``id`` sorts by the id itself (integers first); ``_geoDistance`` by ``distance``, the exact
     distance (NaN or None: no point, last both ways)."""
     if field == "id":
@@ -90,9 +92,9 @@ def field_sort_part(index: Index, field: str, doc: int, descending: bool, record
         lo, hi = np.searchsorted(docs, doc, side="left"), np.searchsorted(docs, doc, side="right")
         if hi > lo:
             folded = columns.values.folded
-            keys = [(folded[value_id], str(columns.values.values[value_id])) for value_id in value_ids[lo:hi].tolist()]
+            keys = [(folded[value_id],) for value_id in value_ids[lo:hi].tolist()]
             part = (0 if descending else 1, max(keys) if descending else min(keys))
-    if columns.numeric is not None:
+    if columns.numeric is not None and not (descending and part[0] != 2):  # descending, a string wins
         source = columns.numeric.maximum.data if descending else columns.numeric.minimum.data
         if doc < source.size and not math.isnan(float(source[doc])):
             part = (1 if descending else 0, float(source[doc]))
@@ -296,7 +298,7 @@ class ShardActor:
                     sums.append((float(metres.sum()), int(metres.size)))
                     continue
                 columns = index.columns.get(field)
-                candidates = context.without_facet_filter(field)
+                candidates = context.without_facet_filter(field, NUMERIC)
                 if columns is None or columns.numeric is None or not candidates:
                     sums.append((0.0, 0))
                     continue

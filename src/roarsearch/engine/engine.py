@@ -441,19 +441,36 @@ class Engine:
         with target.lock.reading():
             return {"values": target.facet_values(parsed, facet, body)}
 
-    def check(self) -> dict[str, Any]:
+    def check(self, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
         """Verify every collection: rebuild its index from the stored records and compare.
 
         Returns ``{"ok": bool, "collections": {name: {"records": n, "problems": [...]}}, "problems": [...]}``;
-        every difference is listed (capped at 100 per collection).
+        every difference is listed (capped at 100 per collection). ``progress(done, total,
+        collection)`` is called as records are rebuilt (``total``: the records of every collection).
         """
         report: dict[str, Any] = {"ok": True, "collections": {}, "problems": []}
-        for name in self.collection_names():
+        names = self.collection_names()
+        total = sum(len(self._collection(name).index.docs) for name in names)
+        done = 0
+        for name in names:
             collection = self._collection(name)
             with collection.write_mutex, collection.lock.reading():
-                problems = collection.store.verify() if collection.store is not None else []
-                problems += compare_indexes(collection.index, rebuild_index(collection.index))
+                problems = self._verify_files(name, collection)
+                before = done
+
+                def rebuilt(records: int, before: int = before, name: str = name) -> None:
+                    if progress is not None:
+                        progress(before + records, total, name)
+
+                problems += compare_indexes(collection.index, rebuild_index(collection.index, rebuilt))
+                done = before + len(collection.index.docs)
                 report["collections"][name] = {"records": len(collection.index.docs), "problems": problems}
             report["problems"].extend(f"{name}: {problem}" for problem in problems)
+        if progress is not None:
+            progress(total, total, "")
         report["ok"] = not report["problems"]
         return report
+
+    def _verify_files(self, name: str, collection: Collection) -> list[str]:
+        """Problems re-reading collection ``name``'s files (checksums)."""
+        return collection.store.verify() if collection.store is not None else []

@@ -25,14 +25,19 @@ from typing import Any, NoReturn
 
 from roarsearch.engine.collection import Collection
 from roarsearch.engine.engine import Engine
-from roarsearch.errors import StorageError
+from roarsearch.errors import CorruptionError, StorageError
 from roarsearch.index.state import index_from_state
 from roarsearch.memory import unmap_unused_soon
 from roarsearch.query.settings import settings_from_dict
 from roarsearch.storage.follow import CommitBoard, LogFollower, collection_directory
 from roarsearch.storage.fs import FileSystem
 from roarsearch.storage.shared_analysis import SharedAnalyses
+from roarsearch.storage.snapshot import read_snapshot
+from roarsearch.storage.store import COLLECTIONS_DIR, CollectionStore
 
+#: A board's sequence number meaning "every batch the collection's files hold" (:class:`FilesBoard`).
+EVERY_BATCH = -1
+LAST_SEQ = 2**63 - 1
 #: Loads of one collection tried before giving up (a load races only with a concurrent reset).
 LOAD_ATTEMPTS = 3
 #: Seconds to wait for the board to announce a drop whose files are already gone.
@@ -46,7 +51,7 @@ class _BoardMoved(Exception):
 class FollowerEngine(Engine):
     """``FollowerEngine(path, board)``: the collections of ``path`` as of the board's last commit."""
 
-    def __init__(self, path: str | os.PathLike[str], board: CommitBoard, *, filesystem: FileSystem | None = None,
+    def __init__(self, path: str | os.PathLike[str], board: CommitBoard | FilesBoard, *, filesystem: FileSystem | None = None,
                  on_applied: Callable[[int], None] | None = None, shared_analyses: SharedAnalyses | None = None) -> None:
         super().__init__()  # in memory: no directory lock, no store (nothing is written from here)
         self.path = self.data_path = os.path.abspath(os.fspath(path))
@@ -135,12 +140,12 @@ class FollowerEngine(Engine):
         return version
 
     def _load(self, name: str, seq: int, version: int, followers: dict[str, LogFollower]) -> Collection:
-        """Collection ``name`` read from its snapshot and log up to batch ``seq`` (of board ``version``);
-        its log follower goes into ``followers``."""
+        """Collection ``name`` read from its snapshot and log up to batch ``seq`` (of board ``version``;
+        :data:`EVERY_BATCH`: as far as its files hold); its log follower goes into ``followers``."""
         for _attempt in range(LOAD_ATTEMPTS):
             follower = LogFollower(self._fs, collection_directory(self.data_path, name))
-            state, settings, batches = follower.load(seq)
-            if follower.applied >= seq:
+            state, settings, batches = follower.load(LAST_SEQ if seq == EVERY_BATCH else seq)
+            if seq == EVERY_BATCH or follower.applied >= seq:
                 break
         else:
             # Being dropped: the writer moves the folder away before it publishes the drop, so
@@ -168,3 +173,61 @@ class FollowerEngine(Engine):
     delete_records = _read_only
     update_settings = _read_only
     drop_collection = _read_only
+
+
+class FilesBoard:
+    """A commit board for a directory whose writer publishes none to this process (``roarsearch
+    search``, ``export`` or ``check`` beside ``roarsearch serve``): every collection folder on disk,
+    read as far as its files hold. A write the writer has logged but not acknowledged yet may be
+    seen; a torn tail being appended is not."""
+
+    def __init__(self, path: str, fs: FileSystem) -> None:
+        self.collections = os.path.join(path, COLLECTIONS_DIR)
+        self.fs = fs
+
+    def version(self) -> int:
+        return 2
+
+    def read_all(self) -> tuple[int, dict[str, int], dict[str, int], int]:
+        names = [name for name in sorted(self.fs.listdir(self.collections)) if not name.startswith(".")
+                 and self.fs.isdir(os.path.join(self.collections, name))] if self.fs.isdir(self.collections) else []
+        every = dict.fromkeys(names, EVERY_BATCH)
+        return 2, every, every, 0
+
+
+class DirectoryReader(FollowerEngine):
+    """``DirectoryReader(path)``: a read-only engine over a data directory another engine holds
+    (its lock is not taken): the collections as their snapshots and logs hold them when opened.
+    ``check()`` also re-reads every file's checksums, as the owning engine's does."""
+
+    def __init__(self, path: str | os.PathLike[str], *, filesystem: FileSystem | None = None) -> None:
+        fs = filesystem or FileSystem()
+        super().__init__(path, FilesBoard(os.path.abspath(os.fspath(path)), fs), filesystem=fs)
+
+    def _verify_files(self, name: str, collection: Collection) -> list[str]:
+        """Read-only: the snapshot's checksum and those of the log's records after it, as the
+        owner's check does. The owner may snapshot and reset the log meanwhile (a new log, which
+        then starts after the snapshot read): such a race is read again, not reported."""
+        store = CollectionStore(self._fs, collection_directory(self.data_path, name))
+        problems: list[str] = []
+        for _attempt in range(LOAD_ATTEMPTS):
+            log_before = _inode(store.wal.path)
+            problems = []
+            try:
+                if self._fs.exists(store.snapshot_path):
+                    body = read_snapshot(self._fs, store.snapshot_path)
+                    store.last_snapshot_seq = body["last_seq"] if isinstance(body, dict) else 0
+                for _payload in store.wal.replay(store.last_snapshot_seq):
+                    pass
+            except (CorruptionError, StorageError) as error:
+                problems.append(error.data)
+            if not problems or _inode(store.wal.path) == log_before:
+                break
+        return problems
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None

@@ -14,11 +14,12 @@ from rapidfuzz import process
 
 from roarsearch.engine.request import SORT_KEY
 from roarsearch.errors import BadRequestError
+from roarsearch.query.intervals import parse_interval
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
 from roarsearch.schema import check_strings, type_name
 
 SETTING_KEYS = ("searchFields", "customRanking", "stopWords", "synonyms", "typoMinWordSize",
-                "typoDisabledFields", "typoDisabledWords")
+                "typoDisabledFields", "typoDisabledWords", "searchPage")
 #: Bounds, so that no settings update can hold the engine.
 MAX_ENTRIES = 1000
 MAX_STRING_BYTES = 512
@@ -100,6 +101,86 @@ def _typo_sizes(value: Any) -> dict[str, int]:
     return sizes
 
 
+#: ``searchPage`` keys: what each holds (see docs/settings.md, "The search page").
+_PAGE_LISTS = {
+    "facts": {"field": "field", "format": "text", "badge": "flag"},
+    "lines": {"field": "field", "label": "text", "limit": "count"},
+    "textFacets": {"field": "field", "label": "text"},
+    "numericFacets": {"field": "field", "label": "text", "ranges": "ranges"},
+    "sort": {"sort": "sort", "label": "text"},
+}
+_PAGE_TEXTS = ("title", "subtitle", "placeholder")
+MAX_PAGE_ENTRIES = 50
+
+
+def _search_page(value: Any) -> dict[str, Any]:
+    """How the bundled search page shows the collection: checked shape, no field has to exist."""
+    name = "searchPage"
+    if not isinstance(value, dict):
+        raise BadRequestError(f"{name}: must be an object like {{\"title\": \"name\"}}, got {type_name(value)}", field=name)
+    known = (*_PAGE_TEXTS, *_PAGE_LISTS)
+    for key in value:
+        if key not in known:
+            raise BadRequestError(f"{name}.{key}: unknown key (expected {', '.join(known)})", field=name)
+    page: dict[str, Any] = {}
+    for key, given in value.items():
+        if key in _PAGE_TEXTS:
+            page[key] = _string(f"{name}.{key}", given, name)
+            continue
+        if not isinstance(given, list):
+            raise BadRequestError(f"{name}.{key}: must be an array of objects, got {type_name(given)}", field=name)
+        if len(given) > MAX_PAGE_ENTRIES:
+            raise BadRequestError(f"{name}.{key}: at most {MAX_PAGE_ENTRIES} entries, got {len(given)}", field=name)
+        entries = []
+        for position, entry in enumerate(given):
+            where = f"{name}.{key}[{position}]"
+            shape = _PAGE_LISTS[key]
+            if not isinstance(entry, dict):
+                raise BadRequestError(f"{where}: must be an object, got {type_name(entry)}", field=name)
+            first = next(iter(shape))
+            if first not in entry:
+                raise BadRequestError(f"{where}.{first}: is required", field=name)
+            for part, item in entry.items():
+                kind = shape.get(part)
+                if kind is None:
+                    raise BadRequestError(f"{where}.{part}: unknown key (expected {', '.join(shape)})", field=name)
+                _page_part(f"{where}.{part}", kind, item)
+            entries.append(dict(entry))
+        page[key] = entries
+    return page
+
+
+def _page_part(where: str, kind: str, item: Any) -> None:
+    name = "searchPage"
+    if kind in ("field", "text"):
+        _string(where, item, name)
+    elif kind == "flag":
+        if not isinstance(item, bool):
+            raise BadRequestError(f"{where}: must be true or false, got {type_name(item)}", field=name)
+    elif kind == "count":
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_ENTRIES:
+            raise BadRequestError(f"{where}: must be an integer between 1 and {MAX_ENTRIES}", field=name)
+    elif kind == "sort":
+        match = SORT_KEY.fullmatch(_string(where, item, name).strip())
+        if match is None or (match["minus"] and match["direction"]) or not match["field"].strip():
+            raise BadRequestError(f"{where}: expected 'field', '-field', 'field:asc' or 'field:desc', got {item!r}",
+                                  field=name)
+    elif kind == "ranges":
+        if not isinstance(item, list) or len(item) > MAX_PAGE_ENTRIES:
+            raise BadRequestError(f"{where}: must be an array of at most {MAX_PAGE_ENTRIES} "
+                                  '{"range": "[0,10)", "label": "..."} objects', field=name)
+        for position, entry in enumerate(item):
+            if not isinstance(entry, dict) or "range" not in entry or not set(entry) <= {"range", "label"}:
+                raise BadRequestError(f'{where}[{position}]: must be an object like {{"range": "[0,10)", "label": '
+                                      f'"under 10"}}', field=name)
+            try:
+                parse_interval(_string(f"{where}[{position}].range", entry["range"], name), f"{where}[{position}].range")
+            except BadRequestError as error:
+                raise BadRequestError(error.data, field=name) from None
+            if "label" in entry:
+                _string(f"{where}[{position}].label", entry["label"], name)
+
+
 _CHECKS: dict[str, Callable[[Any], Any]] = {
     "searchFields": lambda value: _strings("searchFields", value) or ["*"],
     "customRanking": _custom_ranking,
@@ -108,6 +189,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "typoMinWordSize": _typo_sizes,
     "typoDisabledFields": lambda value: _strings("typoDisabledFields", value),
     "typoDisabledWords": lambda value: _strings("typoDisabledWords", value),
+    "searchPage": _search_page,
 }
 
 

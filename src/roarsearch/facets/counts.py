@@ -1,7 +1,7 @@
 """The facets of one search response, each counted over its own disjunctive candidate set.
 
 Owns: the response entries of ``textFacets`` and ``numericFacets`` in request order. A facet that
-has its own facet filter counts over the match set without that filter (see
+has its own facet filter of its own kind counts over the match set without that filter (see
 :meth:`SearchContext.without_facet_filter`); every other facet counts over the match set itself.
 The request's dense candidate masks are shared by all of its facets.
 """
@@ -16,6 +16,7 @@ from roarsearch.facets.numeric import facet_of_values, numeric_facet
 from roarsearch.facets.text import count_text_facet
 from roarsearch.index.bitmaps import array_from_bitmap
 from roarsearch.query.context import SearchContext
+from roarsearch.query.facet_filters import NUMERIC
 from roarsearch.query.geo import GEO_DISTANCE_FIELD
 from roarsearch.query.intervals import Interval
 
@@ -34,7 +35,8 @@ def numeric_facets(context: SearchContext) -> list[dict[str, Any]]:
     index = context.index
     return [
         _distance_facet(context, intervals) if field == GEO_DISTANCE_FIELD else
-        numeric_facet(field, index.columns.get(field), context.without_facet_filter(field), intervals, context.masks)
+        numeric_facet(field, index.columns.get(field), context.without_facet_filter(field, NUMERIC), intervals,
+                      context.masks)
         for field, intervals in context.request.numeric_facets.items()
     ]
 

@@ -9,7 +9,7 @@ Owns: contract §5's ``textFacetQuery``. The query and the values are analyzed l
 - rank 2: a one-word query of 4+ letters is within the typo allowance of the beginning of one of
   the value's words (:func:`roarsearch.query.plan.allowed_typos` with the request's
   ``typoTolerance``: one typo from 4 letters, a second from 8 when the tolerance is 2; OSA
-  distance, so a swap of neighbours is one typo). "Beginning" is any prefix whose
+  distance, so a swap of neighbours is one typo, and a typo on the first letter counts as two). "Beginning" is any prefix whose
   length is within the allowance of the query's length.
 
 Counts are over the records the rest of the request selects; values no such record holds are
@@ -88,7 +88,8 @@ class _ValueText:
         self.word_list: list[str] = self.words.tolist()
         self.is_string = np.fromiter((not isinstance(value, bool) for value in values), dtype=bool, count=self.size)
         #: Per prefix length: (distinct word prefixes of that length, prefix index of each word).
-        self._prefixes: dict[int, tuple[list[str], np.ndarray]] = {}
+        #: Per prefix length: the distinct prefixes, each word's prefix, and each prefix's first letter.
+        self._prefixes: dict[int, tuple[list[str], np.ndarray, np.ndarray]] = {}
 
     def ranks(self, query: str, budget: int) -> np.ndarray:
         """Per value id, its match rank for the analyzed ``query`` (:data:`NO_MATCH` if none)."""
@@ -129,9 +130,11 @@ class _ValueText:
         for length in range(max(1, len(query) - budget), len(query) + budget + 1):
             if length not in self._prefixes:
                 unique_prefixes, word_of_prefix = np.unique(self.words.astype(f"U{length}"), return_inverse=True)
-                self._prefixes[length] = (unique_prefixes.tolist(), word_of_prefix.astype(np.int32))
-            prefix_list, word_of_prefix = self._prefixes[length]
+                self._prefixes[length] = (unique_prefixes.tolist(), word_of_prefix.astype(np.int32),
+                                          unique_prefixes.astype("U1"))
+            prefix_list, word_of_prefix, first_letters = self._prefixes[length]
             distances = process.cdist([query], prefix_list, scorer=OSA.distance, score_cutoff=budget, dtype=np.int32)[0]
+            distances = distances + (first_letters != query[:1])  # a typo on the first letter counts as two
             matched_words |= (distances <= budget)[word_of_prefix]
         return self._values_of_words(np.flatnonzero(matched_words))
 

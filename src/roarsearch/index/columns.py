@@ -311,7 +311,7 @@ class ValueColumn:
     """
 
     __slots__ = ("ids", "values", "_folded", "_by_folded", "_pairs", "_by_value",
-                 "first", "docs", "_fold_rank", "_sort_ranks", "version", "count", "_lock", "__weakref__")
+                 "first", "docs", "_fold_rank", "_text_rank", "_sort_ranks", "version", "count", "_lock", "__weakref__")
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -328,6 +328,8 @@ class ValueColumn:
         self.first = GrowableArray(np.int32, -1)
         self.docs: AbstractBitMap = BitMap()
         self._fold_rank: np.ndarray | None = None
+        #: Per value id, its rank by folded text alone (equal folded forms share a rank): sorting.
+        self._text_rank: np.ndarray | None = None
         #: (smallest, largest, pairs covered): see :meth:`sort_ranks`.
         self._sort_ranks: tuple[np.ndarray, np.ndarray, int] | None = None
 
@@ -350,6 +352,7 @@ class ValueColumn:
             if self._folded is not None:
                 self._extend_folded(new_values, start)
             self._fold_rank = None
+            self._text_rank = None
             self._sort_ranks = None
             found[absent] = np.fromiter(map(get, missing), dtype=np.int64, count=len(missing))
         return found
@@ -486,14 +489,32 @@ class ValueColumn:
                     folded = self.folded
                     order = sorted(range(len(self.values)), key=lambda vid: (folded[vid], str(self.values[vid])))
                     rank = np.empty(len(self.values), dtype=np.int64)
-                    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
+                    positions = np.asarray(order, dtype=np.int64)
+                    rank[positions] = np.arange(len(order), dtype=np.int64)
+                    # Dense rank of the folded text: a value sorts level with every value that
+                    # folds to the same text (``Acme`` and ``acme``), so the next sort key decides.
+                    text_rank = np.empty(len(self.values), dtype=np.int64)
+                    changes = [0] + [1 if folded[order[i]] != folded[order[i - 1]] else 0 for i in range(1, len(order))]
+                    text_rank[positions] = np.cumsum(np.asarray(changes, dtype=np.int64))[:len(order)]
                     self._sort_ranks = None
+                    self._text_rank = text_rank
                     self._fold_rank = rank
                 found = self._fold_rank
         return found
 
+    def text_rank(self) -> np.ndarray:
+        """Per value id, its rank by folded text alone: values that fold alike share a rank."""
+        self.fold_rank()
+        found = self._text_rank
+        if found is None:  # a write between the two reads: take both again under the lock
+            with self._lock:
+                self.fold_rank()
+                found = self._text_rank
+        assert found is not None
+        return found
+
     def sort_ranks(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per doc, the smallest and the largest fold rank of its values (-1 where it has none).
+        """Per doc, the smallest and the largest text rank of its values (-1 where it has none).
 
         Ascending sorts use the smallest value of an array, descending ones the largest; computed
         from the pairs once, then extended by the pairs each write adds (a new value, which moves
@@ -502,7 +523,7 @@ class ValueColumn:
         found = self._sort_ranks
         if found is None or found[2] != self.count:
             with self._lock:
-                rank = self.fold_rank()  # a new fold rank forgets the sort ranks
+                rank = self.text_rank()  # a new fold rank forgets the sort ranks
                 found = self._sort_ranks
                 if found is None:
                     docs, value_ids = self.pairs()

@@ -37,6 +37,7 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import GrowableArray, array_from_bitmap, bitmap_from_array
+from roarsearch.schema import record_location
 
 #: Mean Earth radius (IUGG), the sphere of contract §9.
 EARTH_RADIUS_M = 6_371_008.8
@@ -635,15 +636,17 @@ def _points_in_polygon_by_edge(px: np.ndarray, py: np.ndarray, vertices: np.ndar
 
 
 def extract_points(records: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(positions in the batch, lat, lng) of the records holding a ``_geo`` point (validated).
+    """(positions in the batch, lat, lng) of the records holding a location (validated): a ``_geo``
+    object or the flat keys ``_geo.lat`` and ``_geo.lng``.
 
     For the writer: ``column.add(first_doc + positions, lat, lng)`` when docs are numbered in
     batch order. A ``null`` ``_geo`` is no point.
     """
-    positions = [position for position, record in enumerate(records) if record.get("_geo") is not None]
-    lat = np.fromiter((records[position]["_geo"]["lat"] for position in positions), np.float64, len(positions))
-    lng = np.fromiter((records[position]["_geo"]["lng"] for position in positions), np.float64, len(positions))
-    return np.asarray(positions, dtype=np.int64), lat, lng
+    points = [(position, location) for position, record in enumerate(records)
+              if (location := record_location(record)) is not None]
+    lat = np.fromiter((location["lat"] for _, location in points), np.float64, len(points))
+    lng = np.fromiter((location["lng"] for _, location in points), np.float64, len(points))
+    return np.asarray([position for position, _ in points], dtype=np.int64), lat, lng
 
 
 def nearest(column: GeoColumn, docs: np.ndarray, lat: float, lng: float, k: int,

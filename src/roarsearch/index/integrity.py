@@ -11,6 +11,7 @@ means the index does not answer as its records say it should, and is named in th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,20 +22,23 @@ from roarsearch.index.geo import extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.state import valid_point
-from roarsearch.schema import GEO_FIELD
+from roarsearch.schema import record_location
 
 #: Differences listed per collection before the report says there are more.
 MAX_PROBLEMS = 100
 
 
-def rebuild_index(index: Index) -> Index:
-    """A fresh index from the live stored records of ``index``, in doc order."""
+def rebuild_index(index: Index, progress: Callable[[int], None] | None = None) -> Index:
+    """A fresh index from the live stored records of ``index``, in doc order; ``progress(records)``
+    after each batch of records rebuilt."""
     rebuilt = Index()
     rebuilt.value_fields = set(index.value_fields)  # index the same exact values as the original
     rebuilt.auto_values = False  # ... and no others (none dropped either: auto_value_fields stays empty)
     live = [index.docs.record(doc) for doc in index.alive]
     for start in range(0, len(live), 10_000):
         rebuilt.add_records(live[start:start + 10_000])
+        if progress is not None:
+            progress(min(start + 10_000, len(live)))
     return rebuilt
 
 
@@ -203,6 +207,6 @@ def _compare_geo(loaded: Index, rebuilt: Index, problems: _Problems) -> None:
     """The ``_geo`` points of the live docs against those their stored records hold."""
     alive = array_from_bitmap(loaded.alive)
     records = [loaded.docs.record(doc) for doc in alive.tolist()]
-    positions, lat, lng = extract_points([record if valid_point(record.get(GEO_FIELD)) else {} for record in records])
+    positions, lat, lng = extract_points([record if valid_point(record_location(record)) else {} for record in records])
     problems.extend(
         loaded.geo.differences(alive[positions], lat, lng, only=loaded.alive))

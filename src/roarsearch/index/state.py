@@ -28,7 +28,7 @@ from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
-from roarsearch.schema import GEO_FIELD, check_geo_point
+from roarsearch.schema import GEO_FIELD, check_geo_point, record_location
 
 INDEX_STATE_VERSION = 6
 #: Versions this module still reads (version 1 also saved every term's bitmap; they are rebuilt
@@ -265,7 +265,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
         # (records written then were not checked as points: only valid ones count).
         alive = array_from_bitmap(index.alive)
         records = [docstore.record(doc) for doc in alive.tolist()]
-        positions, lat, lng = extract_points([record if valid_point(record.get(GEO_FIELD)) else {} for record in records])
+        positions, lat, lng = extract_points([record if valid_point(record_location(record)) else {} for record in records])
         index.geo.add(alive[positions], lat, lng)
     return index
 

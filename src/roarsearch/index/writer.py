@@ -30,12 +30,11 @@ from roarsearch.index.docstore import RecordId, compress_joined, compress_parts,
 from roarsearch.index.geo import extract_points
 from roarsearch.index.merges import PostingsPlan
 from roarsearch.index.postings import FieldPostings
-from roarsearch.schema import GEO_FIELD, RecordColumns, iter_leaves, record_columns
+from roarsearch.schema import GEO_LAT, GEO_LNG, RecordColumns, iter_leaves, record_columns
 
 if TYPE_CHECKING:
     from roarsearch.index.index import Index
 
-GEO_LAT, GEO_LNG = f"{GEO_FIELD}.lat", f"{GEO_FIELD}.lng"
 
 #: Positions of successive values of one field (array elements) are this far apart, so that
 #: proximity never rewards words that sit in different elements.
@@ -476,10 +475,10 @@ def _held(values: list[Any], kind: type | None, field_kinds: set[type], count: i
 
 def _add_points(index: Index, records: list[dict[str, Any]], new_docs: np.ndarray,
                 by_field: dict[str, _BatchFields]) -> None:
-    """``_geo`` points from the leaves already collected: validation makes every ``_geo`` exactly
-    one ``lat`` and one ``lng`` number, so the two leaf lists pair up doc by doc. Only a record
-    whose own keys are literally named ``_geo.lat`` could break the pairing; then the points are
-    read from the records themselves."""
+    """Locations from the leaves already collected: validation makes every location (a ``_geo``
+    object, or the flat keys ``_geo.lat`` and ``_geo.lng``) exactly one ``lat`` and one ``lng``
+    number, so the two leaf lists pair up doc by doc. Should they not, the points are read from
+    the records themselves."""
     lat, lng = by_field.get(GEO_LAT), by_field.get(GEO_LNG)
     if lat is None or lng is None or not len(lat.numbers):
         return

@@ -20,7 +20,7 @@ from pyroaring import AbstractBitMap, BitMap
 from roarsearch.index.bitmaps import DocMasks
 from roarsearch.index.index import Index
 from roarsearch.query.execute import evaluate_filter
-from roarsearch.query.facet_filters import facet_filter_docs
+from roarsearch.query.facet_filters import TEXT, facet_filter_docs
 from roarsearch.query.match import WordMatcher
 from roarsearch.query.plan import WordPlan, plan_words, resolve_search_fields
 from roarsearch.query.request import SearchRequest
@@ -40,8 +40,8 @@ class SearchContext:
     words: list[WordPlan]
     #: Alive docs holding every kept word (every alive doc for an empty query).
     word_docs: AbstractBitMap
-    #: Per field, the docs its facet filter entries select.
-    facet_filters: dict[str, AbstractBitMap]
+    #: Per (kind, field) (kind ``"text"`` or ``"numeric"``), the docs that facet filter entry selects.
+    facet_filters: dict[tuple[str, str], AbstractBitMap]
     #: The match set: ``word_docs`` passing every facet filter and the filter expression.
     candidates: AbstractBitMap
     #: Dense masks of this request's candidate sets, shared by its facets.
@@ -49,10 +49,10 @@ class SearchContext:
     #: The collection's settings this search ran with (one value for the whole search).
     settings: Settings = DEFAULT_SETTINGS
     _filtered_word_docs: AbstractBitMap | None = None
-    _all_but: dict[str, AbstractBitMap] | None = None
+    _all_but: dict[tuple[str, str], AbstractBitMap] | None = None
 
     def __init__(self, index: Index, request: SearchRequest, fields: list[str], matcher: WordMatcher,
-                 words: list[WordPlan], word_docs: AbstractBitMap, facet_filters: dict[str, AbstractBitMap],
+                 words: list[WordPlan], word_docs: AbstractBitMap, facet_filters: dict[tuple[str, str], AbstractBitMap],
                  candidates: AbstractBitMap, settings: Settings = DEFAULT_SETTINGS) -> None:
         # Written out: a dataclass's generated __init__ runs as interpreted Python (see WordPlan).
         self.index = index
@@ -68,9 +68,11 @@ class SearchContext:
         self._filtered_word_docs = None
         self._all_but = None
 
-    def without_facet_filter(self, facet: str) -> AbstractBitMap:
-        """The match set with every facet filter but ``facet``'s own: what that facet counts over
-        (disjunctive facets: a ticked brand still shows the other brands)."""
+    def without_facet_filter(self, field: str, kind: str = TEXT) -> AbstractBitMap:
+        """The match set with every facet filter but ``field``'s own of this ``kind`` (``"text"``
+        or ``"numeric"``): what that facet counts over (disjunctive facets: a ticked brand still
+        shows the other brands; a numeric facet on a field still applies its text facet filter)."""
+        facet = (kind, field)
         if facet not in self.facet_filters:
             return self.candidates
         if self._filtered_word_docs is None:
@@ -89,7 +91,7 @@ class SearchContext:
             for name in names[:-1]:
                 before.append(before[-1] & self.facet_filters[name])
             after: AbstractBitMap | None = None
-            all_but: dict[str, AbstractBitMap] = {}
+            all_but: dict[tuple[str, str], AbstractBitMap] = {}
             for position in range(len(names) - 1, -1, -1):
                 all_but[names[position]] = before[position] if after is None else before[position] & after
                 selected = self.facet_filters[names[position]]
@@ -160,7 +162,8 @@ def _geo_universe(index: Index, request: SearchRequest) -> AbstractBitMap:
     return universe
 
 
-def _narrow(index: Index, request: SearchRequest, facet_filters: dict[str, AbstractBitMap], docs: AbstractBitMap) -> AbstractBitMap:
+def _narrow(index: Index, request: SearchRequest, facet_filters: dict[tuple[str, str], AbstractBitMap],
+            docs: AbstractBitMap) -> AbstractBitMap:
     """``docs`` passing every facet filter, then the filter expression."""
     for selected in facet_filters.values():
         docs = docs & selected

@@ -1,8 +1,10 @@
 """Facet filters: ``textFacetFilters`` and ``numericFacetFilters`` as bitmaps per field.
 
 Owns: "any of these values within a field" (text) and "any of these intervals within a field"
-(numeric). The pipeline ANDs fields together and with ``filter``, and leaves a facet's own entry
-out when that facet is counted (disjunctive facets). Text values compare as filter equality does:
+(numeric). The pipeline ANDs entries together and with ``filter``, and leaves a facet's own entry
+of its own kind out when that facet is counted (disjunctive facets): a numeric facet on ``qty``
+still applies ``textFacetFilters.qty``, a text facet on ``qty`` still applies
+``numericFacetFilters.qty``. Text values compare as filter equality does:
 strings ignoring case and accents, numbers numerically (and as their spelling), booleans exactly.
 """
 
@@ -38,15 +40,19 @@ def numeric_facet_filter_docs(index: Index, field: str, intervals: tuple[Interva
     return docs_in_intervals(index.columns.get(field), intervals)
 
 
+#: Facet filter kinds: a facet leaves out only its own filter of its own kind.
+TEXT = "text"
+NUMERIC = "numeric"
+
+
 def facet_filter_docs(index: Index, text_filters: dict[str, tuple[Any, ...]],
-                      numeric_filters: dict[str, tuple[Interval, ...]]) -> dict[str, AbstractBitMap]:
-    """Per field, the docs its text and numeric facet filter entries select (ANDed when both)."""
-    selected: dict[str, AbstractBitMap] = {}
+                      numeric_filters: dict[str, tuple[Interval, ...]]) -> dict[tuple[str, str], AbstractBitMap]:
+    """Per (kind, field), the docs that field's text or numeric facet filter entry selects."""
+    selected: dict[tuple[str, str], AbstractBitMap] = {}
     for field, values in text_filters.items():
         if values:
-            selected[field] = text_facet_filter_docs(index, field, values)
+            selected[(TEXT, field)] = text_facet_filter_docs(index, field, values)
     for field, intervals in numeric_filters.items():
         if intervals:
-            docs = numeric_facet_filter_docs(index, field, intervals)
-            selected[field] = selected[field] & docs if field in selected else docs
+            selected[(NUMERIC, field)] = numeric_facet_filter_docs(index, field, intervals)
     return selected

@@ -1,7 +1,7 @@
 """Query text → a plan of words, each with the terms it may match and at what cost.
 
 Owns: the matching rules of contract §3–§4 that concern words: typo allowances by word length,
-exact matching of numbers and identifiers, the last word as a prefix, and resolving
+a typo on the first letter counting as two, exact matching of numbers and identifiers, the last word as a prefix, and resolving
 ``searchFields`` (``*`` = every text field, in the order fields were first seen). Produces plain
 data (term ids with typo counts); the bitmaps are looked up by :mod:`roarsearch.query.match`.
 """
@@ -189,14 +189,23 @@ def _expand(lexicon: LexiconLike, word: str, budget: int, is_prefix: bool, first
     if budget:
         for term_id, distance in (_new_typo_candidates(lexicon, word, budget, first_new) if first_new
                                   else lexicon.typo_candidates(word, budget)):
-            if term_id not in best or distance < best[term_id][0]:
-                best[term_id] = (distance, term_id == exact_id, True)
+            typos = distance + _first_letter_cost(word, lexicon.term_of(term_id)) if distance else 0
+            if typos <= budget and (term_id not in best or typos < best[term_id][0]):
+                best[term_id] = (typos, term_id == exact_id, True)
     if is_prefix and budget:
-        # Distance-0 prefix matches are covered by ``prefix``; keep only the typo'd ones here.
+        # Distance-0 prefix matches are covered by ``prefix``; keep only the typo'd ones here. One
+        # typo at most, so none on the first letter (it counts as two).
         for term_id, distance in lexicon.prefix_candidates(word, budget):
-            if term_id >= first_new and distance and (term_id not in best or distance < best[term_id][0]):
+            if (term_id >= first_new and distance and (term_id not in best or distance < best[term_id][0])
+                    and not _first_letter_cost(word, lexicon.term_of(term_id))):
                 best[term_id] = (distance, False, False)
     return tuple(Variant(term_id, typos, exact, whole) for term_id, (typos, exact, whole) in best.items())
+
+
+def _first_letter_cost(word: str, term: str) -> int:
+    """The extra typo a match costs when it changes the word's first letter (contract §4: a typo
+    there counts as two, so ``zlib`` does not match every ``lib…`` word)."""
+    return 0 if term[:1] == word[:1] else 1
 
 
 def _new_typo_candidates(lexicon: LexiconLike, word: str, budget: int, first_new: int) -> list[tuple[int, int]]:
@@ -232,6 +241,7 @@ def resolve_search_fields(requested: tuple[str, ...], text_fields: list[str]) ->
 class LexiconLike(Protocol):  # the real class is index.lexicon.Lexicon
     def __len__(self) -> int: ...
     def id_of(self, term: str) -> int | None: ...
+    def term_of(self, term_id: int) -> str: ...
     def typo_candidates(self, word: str, max_typos: int) -> list[tuple[int, int]]: ...
     def prefix_candidates(self, prefix: str, max_typos: int = 0) -> list[tuple[int, int]]: ...
     def terms_since(self, first: int, last: int) -> list[str]: ...

@@ -12,6 +12,7 @@ with the old value keeps it to the end.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,9 @@ class Settings:
     two_typos: int = DEFAULT_TWO_TYPOS
     typo_disabled_fields: tuple[str, ...] = ()
     typo_disabled_words: tuple[str, ...] = ()
+    #: ``searchPage`` (how the bundled search page shows the collection) as JSON text ("" when
+    #: unset): searches never read it; kept as text so that the value stays hashable.
+    search_page: str = ""
     # ---- derived (analysed once, when the value is made)
     folded_stop_words: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
     folded_typo_disabled_words: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
@@ -80,6 +84,7 @@ class Settings:
             "typoMinWordSize": {"oneTypo": self.one_typo, "twoTypos": self.two_typos},
             "typoDisabledFields": list(self.typo_disabled_fields),
             "typoDisabledWords": list(self.typo_disabled_words),
+            "searchPage": json.loads(self.search_page) if self.search_page else {},
         }
 
 
@@ -111,6 +116,7 @@ def settings_from_dict(data: dict[str, Any] | None) -> Settings:
         two_typos=int(typo_sizes.get("twoTypos", DEFAULT_TWO_TYPOS)),
         typo_disabled_fields=tuple(data.get("typoDisabledFields") or ()),
         typo_disabled_words=tuple(data.get("typoDisabledWords") or ()),
+        search_page=json.dumps(data["searchPage"], ensure_ascii=False) if data.get("searchPage") else "",
     )
 
 

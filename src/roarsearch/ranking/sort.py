@@ -3,11 +3,11 @@
 Owns: the order of a request with ``sort``. Keys apply in turn; relevance breaks the remaining ties
 (unless ``_rank`` is itself a key, which places it among them), then record id ascending.
 
-Per key and doc: a number when the field has one, else a string (by folded text; booleans as
-"false" < "true"; strings over 256 characters are text only and do not sort), else nothing. An
-array sorts by its smallest value ascending and its largest descending. Ascending puts
-numbers before strings; descending puts strings before numbers; records lacking the field come
-last in both directions.
+Per key and doc: its smallest value ascending and its largest descending, in the order numbers <
+strings (so ascending a number wins over a string, descending a string over a number); strings
+by their folded text alone (values that fold alike tie, and the next key decides; booleans as
+"false" < "true"; strings over 256 characters are text only and do not sort). Records lacking
+the field come last in both directions.
 
 Top-k: the first key is partitioned with ``numpy.partition`` so only the docs that can reach
 page ``skip + count`` (ties at the cut included) are fully sorted with ``numpy.lexsort``.
@@ -67,6 +67,10 @@ def _field_keys(index: Index, field: str, docs: np.ndarray, descending: bool,
         in_range = docs < source.size
         numbers[in_range] = source[docs[in_range]]
         has_number = ~np.isnan(numbers)
+        if descending:
+            # Strings come before numbers descending: an array holding both is placed by its
+            # largest string, so its numbers only place docs that hold no string.
+            has_number &= kind == _MISSING
         kind[has_number] = 1.0 if descending else 0.0
         value[has_number] = numbers[has_number]
     if descending:

@@ -90,6 +90,17 @@ SETTINGS = {
                                            "twoTypos": {"type": "integer", "minimum": 1}}},
         "typoDisabledFields": {**STRINGS, "default": []},
         "typoDisabledWords": {**STRINGS, "default": []},
+        "searchPage": {"type": "object", "default": {},
+                       "description": "Extension: how the bundled search page shows the collection (title, "
+                                      "subtitle, facts, lines, textFacets, numericFacets, sort, placeholder); "
+                                      "searches never read it.",
+                       "properties": {"title": {"type": "string"}, "subtitle": {"type": "string"},
+                                      "placeholder": {"type": "string"},
+                                      "facts": {"type": "array", "items": {"type": "object"}},
+                                      "lines": {"type": "array", "items": {"type": "object"}},
+                                      "textFacets": {"type": "array", "items": {"type": "object"}},
+                                      "numericFacets": {"type": "array", "items": {"type": "object"}},
+                                      "sort": {"type": "array", "items": {"type": "object"}}}},
     },
 }
 

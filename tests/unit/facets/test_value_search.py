@@ -51,7 +51,7 @@ def rank_of(query: str, value: Any, tolerance: int) -> int | None:
     if budget and not isinstance(value, (int, float)):
         for word in words:
             for cut in range(max(1, len(query) - budget), len(query) + budget + 1):
-                if OSA.distance(query, word[:cut]) <= budget:
+                if OSA.distance(query, word[:cut]) + (word[:1] != query[:1]) <= budget:
                     return 2
     return None
 

@@ -11,34 +11,21 @@
 
 const PAGE_SIZE = 10;
 const DEBOUNCE_MS = 120;
-const TEXT_FACETS = [
-  { field: "genres", label: "Genre" },
-  { field: "mpaaRating", label: "MPAA rating" },
-  { field: "languages", label: "Language" },
-];
-// Numeric facets: interval strings as the API takes them (`[` `]` inclusive, `(` `)` exclusive).
-const NUMERIC_FACETS = [
-  {
-    field: "year", label: "Year", ranges: [
-      ["[1900,1950)", "Before 1950"], ["[1950,1970)", "1950s–60s"], ["[1970,1980)", "1970s"],
-      ["[1980,1990)", "1980s"], ["[1990,2000)", "1990s"], ["[2000,2010)", "2000s"], ["[2010,)", "2010 and later"],
-    ],
-  },
-  {
-    field: "tomatoMeter", label: "Tomatometer", ranges: [
-      ["[90,100]", "90–100% (acclaimed)"], ["[75,90)", "75–89%"], ["[60,75)", "60–74% (fresh)"], ["[0,60)", "Below 60% (rotten)"],
-    ],
-  },
-];
-const SORT_CHOICES = new Set(["", "-year", "year", "-tomatoMeter"]);
+// When a collection's settings give no `searchPage`, the page guesses from the data: these bound
+// how much it shows.
+const GUESSED = { textFacets: 4, numericFacets: 3, facts: 4, lines: 2, sorts: 3, facetProbe: 20 };
+const TITLE_NAMES = ["title", "name", "label", "heading", "subject", "headline"];
+const COORDINATE_NAMES = ["lat", "lng", "lon", "long", "latitude", "longitude"];
 
 const fragment = new URLSearchParams(location.hash.slice(1));
 const KEY = fragment.get("key") || "";
-const COLLECTION = fragment.get("collection") || "movies";
+let COLLECTION = fragment.get("collection") || "";
+// How this collection is shown: its settings' `searchPage`, completed by guesses (see `pageConfig`).
+let CONFIG = null;
 
 const state = {
   query: fragment.get("q") || "",
-  sort: SORT_CHOICES.has(fragment.get("sort") || "") ? fragment.get("sort") || "" : "",
+  sort: fragment.get("sort") || "",
   skip: 0,
   text: {},      // field -> chosen values (any of them: OR within a field, AND across fields)
   numeric: {},   // field -> chosen interval strings
@@ -75,17 +62,154 @@ function requestBody() {
     query: state.query,
     skip: state.skip,
     count: PAGE_SIZE,
-    fields: ["title", "year", "director", "genres", "cast", "tomatoMeter", "mpaaRating", "runtime"],
-    searchFields: ["title", "director", "cast", "writers"],
-    highlightFields: ["title", "director", "cast"],
-    textFacets: TEXT_FACETS.map((facet) => facet.field),
+    fields: CONFIG.fields,
+    highlightFields: CONFIG.highlightFields,
+    textFacets: CONFIG.textFacets.map((facet) => facet.field),
     facetCount: 8,
     textFacetFilters: state.text,
-    numericFacets: Object.fromEntries(NUMERIC_FACETS.map((facet) => [facet.field, facet.ranges.map(([range]) => range)])),
+    numericFacets: Object.fromEntries(CONFIG.numericFacets.map((facet) => [facet.field, facet.ranges.map((range) => range.range)])),
     numericFacetFilters: state.numeric,
   };
   if (state.sort) body.sort = [state.sort];
   return body;
+}
+
+/** One API call: `{response, data}`, or a thrown Error whose message a person can act on. */
+async function api(path, body) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method: body === undefined ? "GET" : "POST",
+      headers: { "Content-Type": "application/json", "Authorization": `Bearer ${KEY}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (failure) {
+    throw new Error(`Cannot reach the server (${failure.message}). Is roarsearch still running?`);
+  }
+  const data = await response.json().catch(() => null);
+  if (!response.ok || data === null) throw new Error(describeError(response, data));
+  return data;
+}
+
+/** "tomatoMeter" -> "Tomato meter", "address.city" -> "Address city": a label for a guessed field. */
+function humanize(field) {
+  const words = field.replace(/[._-]+/g, " ").replace(/([a-z0-9])([A-Z])/g, "$1 $2").trim().toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** A round step (1, 2 or 5 times a power of ten) near `span / buckets`. */
+function niceStep(span, buckets) {
+  const raw = span / buckets;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  return [1, 2, 5, 10].map((factor) => factor * power).find((step) => step >= raw) || raw;
+}
+
+/** About five intervals of round bounds covering [min, max], labelled for a person. */
+function guessRanges(stats) {
+  const { min, max } = stats;
+  if (min == null || max == null) return [];
+  if (min === max) return [{ range: `[${min},${max}]`, label: formatNumber(min) }];
+  if (min >= 0 && max / Math.max(min, 1) >= 100) {
+    // Spread over orders of magnitude (populations, prices): one range per power of ten.
+    const top = Math.ceil(Math.log10(max + 1));
+    const bottom = Math.max(Math.floor(Math.log10(Math.max(min, 1))), top - 7);
+    const ranges = [];
+    for (let power = bottom; power < top; power += 1) {
+      const low = power === bottom ? 0 : 10 ** power;
+      ranges.push({ range: `[${low},${10 ** (power + 1)})`, label: `${formatNumber(low)} – ${formatNumber(10 ** (power + 1))}` });
+    }
+    return ranges.reverse();
+  }
+  const step = niceStep(max - min, 5);
+  const ranges = [];
+  for (let low = Math.floor(min / step) * step; low <= max && ranges.length < 8; low += step) {
+    const lowText = Number(low.toPrecision(12));
+    const highText = Number((low + step).toPrecision(12));
+    ranges.push({ range: `[${lowText},${highText})`, label: `${formatNumber(lowText)} – ${formatNumber(highText)}` });
+  }
+  return ranges.reverse();  // largest first, as most lists of bands read
+}
+
+function formatNumber(value) {
+  return typeof value === "number" && Math.abs(value) >= 10000 ? value.toLocaleString("en") : String(value);
+}
+
+/**
+ * The page for this collection: what its settings' `searchPage` says, and for every part it leaves
+ * out, a guess from the data: the title field by name (or the first text field), keyword-like text
+ * fields (a few values shared by many records) as facets and facts, numeric fields as ranges, facts
+ * and sort choices, the other text fields as lines under the title.
+ */
+async function pageConfig(info) {
+  const page = (info.settings && info.settings.searchPage) || {};
+  const fields = (info.fields || []).filter((field) => field.field !== "id" && !field.field.startsWith("_"));
+  const strings = fields.filter((field) => field.kinds.includes("string"));
+  // Numbers held by most records first; coordinates left out (a range of longitudes helps nobody).
+  const coordinate = (field) => COORDINATE_NAMES.includes(field.field.split(".").pop().toLowerCase());
+  const numbers = fields.filter((field) => field.kinds.length === 1 && field.kinds[0] === "number" && !coordinate(field))
+    .sort((a, b) => b.records - a.records);
+  const title = page.title
+    || (TITLE_NAMES.map((name) => strings.find((field) => field.field.toLowerCase() === name)).find(Boolean)
+      || strings[0] || { field: "id" }).field;
+
+  let keywords = [];
+  const needsProbe = !page.textFacets || !page.facts || !page.lines
+    || (!page.numericFacets && numbers.length) || (page.numericFacets || []).some((facet) => !facet.ranges);
+  const stats = {};
+  if (needsProbe && (strings.length || numbers.length)) {
+    // One search, no results: the top values of every text field and the range of every number.
+    const probe = await api("/v2", {
+      collection: COLLECTION, count: 0, facetCount: GUESSED.facetProbe,
+      textFacets: strings.filter((field) => field.field !== title).map((field) => field.field),
+      numericFacets: Object.fromEntries(numbers.map((field) => [field.field, []])),
+    });
+    const holders = new Map(fields.map((field) => [field.field, field.records]));
+    keywords = probe.textFacets.map((facet) => {
+      const covered = facet.values.reduce((sum, value) => sum + value.count, 0);
+      const top = facet.values.length ? facet.values[0].count : 0;
+      return { field: facet.field, share: covered / Math.max(1, holders.get(facet.field) || 1), top };
+    }).filter((facet) => facet.top >= 2 && facet.share >= 0.5).sort((a, b) => b.share - a.share)
+      .map((facet) => facet.field);
+    for (const facet of probe.numericFacets) stats[facet.field] = facet.stats;
+  }
+  const numeric = (page.numericFacets || numbers.slice(0, GUESSED.numericFacets).map((field) => ({ field: field.field })))
+    .map((facet) => ({
+      field: facet.field, label: facet.label || humanize(facet.field),
+      ranges: (facet.ranges || guessRanges(stats[facet.field] || {})).map((range) => ({ range: range.range, label: range.label || range.range })),
+    })).filter((facet) => facet.ranges.length);
+  const textFacets = (page.textFacets || keywords.slice(0, GUESSED.textFacets).map((field) => ({ field })))
+    .map((facet) => ({ field: facet.field, label: facet.label || humanize(facet.field) }));
+  const facts = page.facts || [
+    ...numbers.filter((field) => field.field !== page.subtitle).slice(0, 2)
+      .map((field) => ({ field: field.field, format: `${humanize(field.field)} {}` })),
+    ...keywords.slice(0, GUESSED.facts - 2).map((field) => ({ field, format: `${humanize(field)}: {}` })),
+  ];
+  const shown = new Set([title, page.subtitle, ...facts.map((fact) => fact.field)]);
+  const lines = page.lines || strings.filter((field) => !shown.has(field.field) && !keywords.includes(field.field))
+    .slice(0, GUESSED.lines).map((field) => ({ field: field.field, label: humanize(field.field), limit: 5 }));
+  const sorts = page.sort || numbers.slice(0, GUESSED.sorts).flatMap((field) => [
+    { sort: `-${field.field}`, label: `${humanize(field.field)}: highest first` },
+    { sort: field.field, label: `${humanize(field.field)}: lowest first` },
+  ]);
+  const textLike = new Set(strings.map((field) => field.field));
+  return {
+    title, subtitle: page.subtitle || null, facts, lines, textFacets, numericFacets: numeric, sorts,
+    placeholder: page.placeholder || `Search ${COLLECTION} — typos welcome`,
+    fields: [...new Set([title, page.subtitle, ...facts.map((fact) => fact.field), ...lines.map((line) => line.field)]
+      .filter(Boolean))],
+    highlightFields: [title, ...lines.map((line) => line.field)].filter((field) => page.title || textLike.has(field)),
+  };
+}
+
+/** A field of a result: nested objects are addressed with dots, as in requests. */
+function valueAt(record, path) {
+  if (path in record) return record[path];
+  let value = record;
+  for (const part of path.split(".")) {
+    if (value == null || typeof value !== "object") return undefined;
+    value = value[part];
+  }
+  return value;
 }
 
 // Only the answer to the latest request is shown: answers to older keystrokes may arrive later.
@@ -95,25 +219,15 @@ async function search() {
   const ticket = ++latest;
   rememberInAddress();
   $("results").setAttribute("aria-busy", "true");
-  let response;
   let data;
   try {
-    response = await fetch("/v2", {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "Authorization": `Bearer ${KEY}` },
-      body: JSON.stringify(requestBody()),
-    });
-    data = await response.json().catch(() => null);
+    data = await api("/v2", requestBody());
   } catch (failure) {
-    if (ticket === latest) showError(`Cannot reach the server (${failure.message}). Is roarsearch still running?`);
+    if (ticket === latest) showError(failure.message);
     return;
   }
   if (ticket !== latest) return;
   $("results").removeAttribute("aria-busy");
-  if (!response.ok || data === null) {
-    showError(describeError(response, data));
-    return;
-  }
   $("error").hidden = true;
   render(data);
 }
@@ -156,20 +270,28 @@ function render(data) {
 
 function renderRecord(record) {
   const highlights = record._highlights || {};
-  const heading = el("h2", {}, marked("span", highlights.title, record.title || "(untitled)"));
-  if (record.year != null) heading.append(" ", el("span", { className: "year" }, `(${record.year})`));
+  const titleValue = valueAt(record, CONFIG.title);
+  const heading = el("h2", {}, marked("span", highlights[CONFIG.title],
+    titleValue == null || titleValue === "" ? `(no ${CONFIG.title}: id ${record.id})` : listOf(titleValue).join(", ")));
+  const subtitle = CONFIG.subtitle ? valueAt(record, CONFIG.subtitle) : null;
+  if (subtitle != null) heading.append(" ", el("span", { className: "year" }, `(${listOf(subtitle).join(", ")})`));
   const facts = [];
-  if (record.mpaaRating) facts.push(el("span", { className: "badge" }, record.mpaaRating));
-  if (record.runtime) facts.push(`${record.runtime} min`);
-  if (record.tomatoMeter != null) facts.push(`Tomatometer ${record.tomatoMeter}%`);
-  if (record.genres && record.genres.length) facts.push(record.genres.join(", "));
+  for (const fact of CONFIG.facts) {
+    const values = listOf(valueAt(record, fact.field)).filter((value) => value !== null && typeof value !== "object");
+    if (!values.length) continue;
+    const text = values.map(formatNumber).join(", ");
+    const shown = fact.format ? fact.format.replace("{}", text) : text;
+    facts.push(fact.badge ? el("span", { className: "badge" }, shown) : shown);
+  }
   const meta = el("p", { className: "meta" });
   facts.forEach((fact, index) => meta.append(index ? " · " : "", fact));
-  const item = el("li", {}, heading, meta);
-  const directors = nameLine(listOf(record.director), listOf(highlights.director), Infinity);
-  if (directors) item.append(el("p", { className: "credit" }, "Directed by ", directors));
-  const cast = nameLine(listOf(record.cast), listOf(highlights.cast), 5);
-  if (cast) item.append(el("p", { className: "credit" }, "With ", cast));
+  const item = el("li", {}, heading);
+  if (facts.length) item.append(meta);
+  for (const line of CONFIG.lines) {
+    const names = nameLine(listOf(valueAt(record, line.field)).filter((value) => typeof value !== "object"),
+      listOf(highlights[line.field]), line.limit || Infinity);
+    if (names) item.append(el("p", { className: "credit" }, line.label ? `${line.label} ` : "", names));
+  }
   return item;
 }
 
@@ -195,21 +317,21 @@ function renderFacets(data) {
   // Re-rendering replaces the checkboxes: remember which one had the keyboard focus and give it back.
   const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.key : undefined;
   const groups = [];
-  for (const facet of TEXT_FACETS) {
+  for (const facet of CONFIG.textFacets) {
     const answer = (data.textFacets || []).find((candidate) => candidate.field === facet.field);
     const chosen = state.text[facet.field] || [];
-    const values = answer ? answer.values.map((item) => ({ value: item.value, label: item.value, count: item.count })) : [];
+    const values = answer ? answer.values.map((item) => ({ value: item.value, label: String(item.value), count: item.count })) : [];
     // A chosen value can fall out of the top values; it stays listed so that it can be unticked.
     for (const value of chosen) {
       if (!values.some((item) => item.value === value)) values.push({ value, label: value, count: null });
     }
     if (values.length) groups.push(facetGroup("text", facet.field, facet.label, values, chosen));
   }
-  for (const facet of NUMERIC_FACETS) {
+  for (const facet of CONFIG.numericFacets) {
     const answer = (data.numericFacets || []).find((candidate) => candidate.field === facet.field);
     const counts = new Map((answer ? answer.ranges : []).map((range) => [range.range, range.count]));
     const chosen = state.numeric[facet.field] || [];
-    const values = facet.ranges.map(([range, label]) => ({ value: range, label, count: counts.has(range) ? counts.get(range) : null }));
+    const values = facet.ranges.map(({ range, label }) => ({ value: range, label, count: counts.has(range) ? counts.get(range) : null }));
     groups.push(facetGroup("numeric", facet.field, facet.label, values, chosen));
   }
   $("facets").replaceChildren(...groups);
@@ -228,8 +350,8 @@ function facetGroup(kind, field, label, values, chosen) {
     const id = `facet-${field}-${index}`;
     const checked = chosen.includes(item.value);
     const box = el("input", {
-      type: "checkbox", id, checked, "data-kind": kind, "data-field": field, "data-value": item.value,
-      "data-key": `${kind}\u0000${field}\u0000${item.value}`,
+      type: "checkbox", id, checked, "data-kind": kind, "data-field": field, "data-value": String(item.value),
+      "data-json": JSON.stringify(item.value), "data-key": `${kind}\u0000${field}\u0000${item.value}`,
     });
     const count = el("span", { className: "count" }, item.count == null ? "" : item.count.toLocaleString("en"));
     const row = el("label", { for: id, className: item.count === 0 && !checked ? "none" : null },
@@ -255,8 +377,6 @@ function restart() {
 
 let debounce = 0;
 $("query").value = state.query;
-$("sort").value = state.sort;
-$("collection-name").textContent = COLLECTION;
 $("search-form").addEventListener("submit", (event) => {
   event.preventDefault();  // Enter searches at once, without waiting for the debounce
   clearTimeout(debounce);
@@ -282,6 +402,13 @@ $("sort").addEventListener("change", (event) => {
   state.sort = event.target.value;
   restart();
 });
+$("collection").addEventListener("change", (event) => {
+  // Another collection: a page of its own (its fields, facets and sort choices), from the start.
+  const address = new URLSearchParams();
+  if (KEY) address.set("key", KEY);
+  address.set("collection", event.target.value);
+  location.hash = address.toString();
+});
 function turnPage(delta) {
   state.skip = Math.max(0, state.skip + delta * PAGE_SIZE);
   search().then(() => {
@@ -296,8 +423,10 @@ $("facets").addEventListener("change", (event) => {
   const box = event.target;
   const chosen = box.dataset.kind === "numeric" ? state.numeric : state.text;
   const field = box.dataset.field;
-  const values = (chosen[field] || []).filter((value) => value !== box.dataset.value);
-  if (box.checked) values.push(box.dataset.value);
+  // Text facet values keep their JSON type (a number facet filters by the number).
+  const value = box.dataset.kind === "numeric" ? box.dataset.value : JSON.parse(box.dataset.json);
+  const values = (chosen[field] || []).filter((other) => other !== value);
+  if (box.checked) values.push(value);
   if (values.length) chosen[field] = values;
   else delete chosen[field];
   restart();
@@ -323,8 +452,38 @@ window.addEventListener("hashchange", () => location.reload());  // a new key or
 // On a phone the filters start folded, so that the first screen shows results.
 if (window.matchMedia("(max-width: 48rem)").matches) $("refine").open = false;
 
-if (!KEY) {
-  showError("No search key: open the address that `roarsearch demo` printed (it ends with #key=…&collection=movies).");
-} else {
+/** The collections this key may search, in the picker; then the chosen one's page. */
+async function start() {
+  if (!KEY) {
+    showError("No search key: open the address that `roarsearch demo` printed (it ends with #key=…&collection=movies).");
+    return;
+  }
+  let info;
+  try {
+    const collections = await api("/v2/collections");
+    const names = collections.map((entry) => entry.collection);
+    if (!COLLECTION) COLLECTION = names.includes("movies") ? "movies" : names[0] || "";
+    if (!COLLECTION) throw new Error("There is no collection yet: add records first (roarsearch import, or POST /v2/collections/{id}/records).");
+    const picker = $("collection");
+    picker.replaceChildren(...[...new Set([...names, COLLECTION])].map((name) => {
+      const entry = collections.find((candidate) => candidate.collection === name);
+      const count = entry ? ` (${entry.records.toLocaleString("en")})` : "";
+      return el("option", { value: name, selected: name === COLLECTION }, `${name}${count}`);
+    }));
+    $("collection-name").textContent = COLLECTION;
+    info = await api(`/v2/collections/${encodeURIComponent(COLLECTION)}`);
+    CONFIG = await pageConfig(info);
+  } catch (failure) {
+    showError(failure.message);
+    return;
+  }
+  $("query").placeholder = CONFIG.placeholder;
+  $("sort").replaceChildren(el("option", { value: "" }, "Relevance"),
+    ...CONFIG.sorts.map((choice) => el("option", { value: choice.sort }, choice.label)));
+  if (!CONFIG.sorts.some((choice) => choice.sort === state.sort)) state.sort = "";
+  $("sort").value = state.sort;
+  $("sort-area").hidden = CONFIG.sorts.length === 0;
   search();
 }
+
+start();
