@@ -462,7 +462,9 @@ class KeyStore:
 
     def _write(self, keys: dict[str, ApiKey]) -> None:
         assert self.path is not None and self.root is not None
-        content = {"format": STORE_FORMAT, "master": self._check,
+        # The check of the master secret the keys were made under stays until the service adopts
+        # another (adopt_master): a command run with a wrong secret must not hide the change.
+        content = {"format": STORE_FORMAT, "master": self._stored_check if keys and self._stored_check else self._check,
                    "keys": [key.to_stored() for key in sorted(keys.values(), key=lambda key: (key.created_at, key.uid))]}
         data = json.dumps(content, indent=1, ensure_ascii=False).encode("utf-8")
         temporary = f"{self.path}.{os.getpid()}.{threading.get_ident()}.tmp"
@@ -514,6 +516,7 @@ class KeyStore:
             return 0
         with self._changing() as keys:
             changed = len(keys)
+            self._stored_check = None  # written as this store's own
         return changed
 
 
