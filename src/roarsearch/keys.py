@@ -127,13 +127,14 @@ def format_time(moment: datetime | None) -> str | None:
 
 
 def parse_time(value: Any, where: str) -> datetime | None:
-    """An ISO 8601 time (a time without an offset is UTC) or None; a 400 naming ``where`` otherwise."""
+    """An ISO 8601 time (a time without an offset is UTC; to the second) or None; a 400 naming
+    ``where`` otherwise."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise BadRequestError(f"{where}: must be an ISO 8601 time or null, got {type(value).__name__}", field=where)
     try:
-        return _utc(datetime.fromisoformat(value))
+        return _utc(datetime.fromisoformat(value)).replace(microsecond=0)
     except ValueError:
         raise BadRequestError(f"{where}: not an ISO 8601 time: {value[:64]!r} (e.g. \"2030-01-31T00:00:00Z\")",
                               field=where) from None
@@ -264,7 +265,7 @@ def new_key(body: Any, *, now: datetime | None = None, uid: str | None = None) -
         raise BadRequestError("request body: must be a JSON object with actions (and collections, expiresAt, "
                               "description, name)", field="body")
     _unknown(body, KEY_FIELDS)
-    moment = now or now_utc()
+    moment = (now or now_utc()).replace(microsecond=0)  # as stored: a key reads back equal
     if "actions" not in body:
         raise BadRequestError("actions: required, e.g. [\"search\"]", field="actions")
     expires = parse_time(body.get("expiresAt"), "expiresAt")
@@ -283,7 +284,7 @@ def updated_key(key: ApiKey, body: Any, *, now: datetime | None = None) -> ApiKe
             raise BadRequestError(f"{name}: cannot be changed; create a new key and revoke this one", field=name)
     _unknown(body, UPDATABLE_FIELDS)
     changes: dict[str, Any] = {field: _text(body, field) for field in UPDATABLE_FIELDS if field in body}
-    return replace(key, **changes, updated_at=now or now_utc())
+    return replace(key, **changes, updated_at=(now or now_utc()).replace(microsecond=0))
 
 
 # ---------------------------------------------------------------------- the master secret
@@ -454,17 +455,18 @@ class KeyStore:
                 fcntl.flock(descriptor, fcntl.LOCK_EX)
                 self._load()
                 keys = dict(self._keys)
+                # The check of the master secret the keys were made under stays until the service
+                # adopts another (adopt_master): a command run with a wrong secret must not hide it.
+                check = self._stored_check if self._keys and self._stored_check else self._check
                 yield keys
-                self._write(keys)
+                self._write(keys, self._check if self._stored_check is None else check)
                 self._load()
             finally:
                 os.close(descriptor)  # releases the lock
 
-    def _write(self, keys: dict[str, ApiKey]) -> None:
+    def _write(self, keys: dict[str, ApiKey], check: str) -> None:
         assert self.path is not None and self.root is not None
-        # The check of the master secret the keys were made under stays until the service adopts
-        # another (adopt_master): a command run with a wrong secret must not hide the change.
-        content = {"format": STORE_FORMAT, "master": self._stored_check if keys and self._stored_check else self._check,
+        content = {"format": STORE_FORMAT, "master": check,
                    "keys": [key.to_stored() for key in sorted(keys.values(), key=lambda key: (key.created_at, key.uid))]}
         data = json.dumps(content, indent=1, ensure_ascii=False).encode("utf-8")
         temporary = f"{self.path}.{os.getpid()}.{threading.get_ident()}.tmp"

@@ -181,7 +181,7 @@ def view_of(engine: Engine, rule: str) -> TenantView:
     return TenantView(engine, rules)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(records(), RULES, st.lists(requests(), min_size=1, max_size=4), st.lists(st.integers(0, 60), max_size=6),
        st.integers(1, 7), st.sampled_from(["a", "ap", "r", "gre", "blu", "x"]))
 def test_a_tenant_sees_exactly_its_records(records_: list[dict[str, Any]], rule: Any, bodies: list[Any],
