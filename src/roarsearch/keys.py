@@ -728,8 +728,8 @@ class TenantView:
     those describe the whole collection (the fields other tenants' records hold).
 
     ``engine`` is anything with the :class:`~roarsearch.Engine` API (a ``ShardedEngine`` too).
-    ``check(collection)``, when given, runs first for each collection (the service checks the
-    signing key's own collection patterns there).
+    ``check(collection)``, when given, runs for each collection the rules name (the service checks
+    the signing key's own collection patterns there).
     """
 
     def __init__(self, engine: Any, rules: SearchRules, check: Callable[[str], None] | None = None) -> None:
@@ -745,12 +745,12 @@ class TenantView:
             from roarsearch.engine.request import check_collection_id
 
             check_collection_id(collection)  # its 400
-        if self.check is not None:
-            self.check(collection)
         allowed, rule = self.rules.rule_for(collection)
         if not allowed:
             raise ForbiddenError(f"this tenant token may not search collection '{str(collection)[:64]}'",
                                  field="collection")
+        if self.check is not None:
+            self.check(collection)
         return rule
 
     def restrict(self, body: Any, collection: Any = None) -> Any:

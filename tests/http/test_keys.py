@@ -224,7 +224,7 @@ def test_tenant_token_sees_only_its_records(served: Server) -> None:
             {"collection": "orders-archive", "count": 0},
             {"collection": "products", "count": 0}]}).json()["results"]
         assert multi[0]["totalHits"] == 0 and multi[1]["totalHits"] == 1
-        assert multi[2] == {"status": 403, "data": "this key may not access collection 'products'"}
+        assert multi[2] == {"status": 403, "data": "this tenant token may not search collection 'products'"}
         outside = client.post("/v2", json={"collection": "orders-other"})
         assert outside.status_code == 403
         assert outside.json()["data"] == "this tenant token may not search collection 'orders-other'"
@@ -233,6 +233,13 @@ def test_tenant_token_sees_only_its_records(served: Server) -> None:
             assert client.request(method, path, json=[{"id": 1}] if method == "POST" else None).status_code == 403
         bad_filter = client.post("/v2", json={"collection": "orders", "filter": "tenant = 1) OR (tenant = 2"})
         assert bad_filter.status_code == 400 and "position" in bad_filter.json()["data"]
+        browser = client.post("/v2", json={"collection": "orders", "count": 0},  # the routed path, not the short one
+                              headers={"Origin": "https://shop.example.com"})
+        assert browser.status_code == 200 and browser.json()["totalHits"] == len(mine)
+    with served.client(mint_token(key["uid"], key["key"], ["*"])) as client:  # the rules allow, the key does not
+        answer = client.post("/v2", json={"collection": "products"})
+        assert answer.status_code == 403 and answer.json()["data"] == "this key may not access collection 'products'"
+        assert client.post("/v2", json={"collection": "orders", "count": 0}).json()["totalHits"] == len(RECORDS)
 
 
 def test_refused_tokens_are_401(served: Server) -> None:
