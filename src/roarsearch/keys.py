@@ -34,6 +34,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 import threading
 import uuid
@@ -203,8 +204,9 @@ class ApiKey:
 
 # ---------------------------------------------------------------------- validating key requests
 
-KEY_FIELDS = ("name", "description", "actions", "collections", "expiresAt")
+KEY_FIELDS = ("uid", "name", "description", "actions", "collections", "expiresAt")
 UPDATABLE_FIELDS = ("name", "description")
+UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def _text(body: Mapping[str, Any], field: str) -> str | None:
@@ -271,6 +273,12 @@ def new_key(body: Any, *, now: datetime | None = None, uid: str | None = None) -
     expires = parse_time(body.get("expiresAt"), "expiresAt")
     if expires is not None and expires <= moment:
         raise BadRequestError(f"expiresAt: must be in the future, got {format_time(expires)}", field="expiresAt")
+    chosen = body.get("uid")
+    if chosen is not None:
+        if not isinstance(chosen, str) or not UUID_TEXT.fullmatch(chosen):
+            raise BadRequestError("uid: must be a UUID in its canonical form (8-4-4-4-12 lowercase hex digits), "
+                                  "or left out", field="uid")
+        uid = chosen
     return ApiKey(uid or str(uuid.uuid4()), _text(body, "name"), _text(body, "description"), _actions(body["actions"]),
                   _patterns(body.get("collections", [ALL])), expires, moment, moment)
 
@@ -348,6 +356,8 @@ class KeyStore:
         self._lock = threading.Lock()
         self._seen: tuple[int, int, int] | None = None
         self._keys: dict[str, ApiKey] = {}
+        #: Uids of revoked keys: never given again, or the same secret would come back to life.
+        self._revoked: set[str] = set()
         self._by_digest: dict[bytes, str] = {}
         self._stored_check: str | None = None
         self.refresh()
@@ -376,6 +386,7 @@ class KeyStore:
     def _load(self) -> None:
         assert self.path is not None
         seen = self._stat()
+        revoked: list[str] = []
         if seen is None:
             entries: list[dict[str, Any]] = []
             stored_check = None
@@ -387,8 +398,10 @@ class KeyStore:
                                   f"this roarsearch reads format {STORE_FORMAT}")
             entries = content["keys"]
             stored_check = content.get("master")
+            revoked = content.get("revoked", [])
         keys = {entry["uid"]: ApiKey.from_stored(entry) for entry in entries}
         self._index(keys)
+        self._revoked = set(revoked)
         self._stored_check = stored_check
         self._seen = seen
 
@@ -467,7 +480,8 @@ class KeyStore:
     def _write(self, keys: dict[str, ApiKey], check: str) -> None:
         assert self.path is not None and self.root is not None
         content = {"format": STORE_FORMAT, "master": check,
-                   "keys": [key.to_stored() for key in sorted(keys.values(), key=lambda key: (key.created_at, key.uid))]}
+                   "keys": [key.to_stored() for key in sorted(keys.values(), key=lambda key: (key.created_at, key.uid))],
+                   "revoked": sorted(self._revoked)}
         data = json.dumps(content, indent=1, ensure_ascii=False).encode("utf-8")
         temporary = f"{self.path}.{os.getpid()}.{threading.get_ident()}.tmp"
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -491,6 +505,8 @@ class KeyStore:
         if within is not None and not key.within(within):
             raise _forbidden_scope()
         with self._changing() as keys:
+            if key.uid in keys or key.uid in self._revoked:
+                raise BadRequestError(f"uid: {key.uid} is taken (by a key, or a revoked one)", field="uid")
             keys[key.uid] = key
         return key, self.secret(key)
 
@@ -510,6 +526,7 @@ class KeyStore:
             if key is None or (within is not None and not key.within(within)):
                 raise NotFoundError(f"key '{str(uid)[:64]}' not found", field="uid")
             del keys[uid]
+            self._revoked.add(uid)
 
     def adopt_master(self) -> int:
         """Record that the keys now derive from this store's master secret; the number of keys whose

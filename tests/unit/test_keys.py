@@ -143,6 +143,21 @@ def test_updates_and_scopes() -> None:
         store.update("nope", {"name": "x"})
 
 
+def test_chosen_uids_are_never_given_twice() -> None:
+    store = KeyStore(None, MASTER)
+    uid = "6062abda-a5aa-4414-ac91-ecd7944c0f8d"
+    key, secret = store.create({"uid": uid, "actions": ["search"]})
+    assert key.uid == uid and secret == derive_secret(MASTER, uid)
+    with pytest.raises(BadRequestError, match="uid: .* is taken"):
+        store.create({"uid": uid, "actions": ["search"]})
+    store.revoke(uid)
+    with pytest.raises(BadRequestError, match="uid: .* is taken"):  # the old secret must stay dead
+        store.create({"uid": uid, "actions": ["search"]})
+    assert store.authenticate(secret) is None
+    with pytest.raises(BadRequestError, match="uid: must be a UUID"):
+        store.create({"uid": uid.upper(), "actions": ["search"]})
+
+
 def test_patterns() -> None:
     assert pattern_matches("*", "anything") and pattern_matches("logs-*", "logs-2024")
     assert pattern_matches("logs-*", "logs-") and not pattern_matches("logs-*", "log")

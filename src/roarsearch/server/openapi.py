@@ -83,6 +83,7 @@ ACTIONS = ["search", "records.read", "records.write", "settings.read", "settings
 KEY_REQUEST = {
     "type": "object", "required": ["actions"], "additionalProperties": False,
     "properties": {
+        "uid": {"type": "string", "format": "uuid", "description": "default: a random UUID; never one used before"},
         "name": {"type": ["string", "null"]},
         "description": {"type": ["string", "null"]},
         "actions": {"type": "array", "minItems": 1, "items": {"enum": ACTIONS}},
