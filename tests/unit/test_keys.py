@@ -148,10 +148,10 @@ def test_chosen_uids_are_never_given_twice() -> None:
     uid = "6062abda-a5aa-4414-ac91-ecd7944c0f8d"
     key, secret = store.create({"uid": uid, "actions": ["search"]})
     assert key.uid == uid and secret == derive_secret(MASTER, uid)
-    with pytest.raises(BadRequestError, match="uid: .* is taken"):
+    with pytest.raises(BadRequestError, match=r"uid: .* is taken"):
         store.create({"uid": uid, "actions": ["search"]})
     store.revoke(uid)
-    with pytest.raises(BadRequestError, match="uid: .* is taken"):  # the old secret must stay dead
+    with pytest.raises(BadRequestError, match=r"uid: .* is taken"):  # the old secret must stay dead
         store.create({"uid": uid, "actions": ["search"]})
     assert store.authenticate(secret) is None
     with pytest.raises(BadRequestError, match="uid: must be a UUID"):
