@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from roarsearch.errors import BadRequestError, NotFoundError, SearchError, UnauthorizedError
+from roarsearch.errors import BadRequestError, CorruptionError, NotFoundError, SearchError, UnauthorizedError
 from roarsearch.query.filter_parser import parse_filter
 
 try:
@@ -391,15 +391,22 @@ class KeyStore:
             entries: list[dict[str, Any]] = []
             stored_check = None
         else:
-            with open(self.path, encoding="utf-8") as handle:
-                content = json.load(handle)
-            if content.get("format") != STORE_FORMAT:
-                raise SearchError(f"{self.path}: key store of format {content.get('format')!r}; "
-                                  f"this roarsearch reads format {STORE_FORMAT}")
-            entries = content["keys"]
-            stored_check = content.get("master")
-            revoked = content.get("revoked", [])
-        keys = {entry["uid"]: ApiKey.from_stored(entry) for entry in entries}
+            try:
+                with open(self.path, encoding="utf-8") as handle:
+                    content = json.load(handle)
+                if content.get("format") != STORE_FORMAT:
+                    raise CorruptionError(f"{self.path}: key store of format {content.get('format')!r}; "
+                                          f"this roarsearch reads format {STORE_FORMAT}")
+                entries = content["keys"]
+                stored_check = content.get("master")
+                revoked = content.get("revoked", [])
+                keys = {entry["uid"]: ApiKey.from_stored(entry) for entry in entries}
+            except (ValueError, KeyError, TypeError, AttributeError, SearchError) as error:
+                if isinstance(error, CorruptionError):
+                    raise
+                raise CorruptionError(f"{self.path}: not a roarsearch key store ({error})") from None
+        if seen is None:
+            keys = {}
         self._index(keys)
         self._revoked = set(revoked)
         self._stored_check = stored_check

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,7 +34,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roarsearch.errors import BadRequestError, ForbiddenError, NotFoundError
+from roarsearch.errors import BadRequestError, CorruptionError, ForbiddenError, NotFoundError
 from roarsearch.keys import (
     KEYS_FILE,
     KeyStore,
@@ -95,6 +96,14 @@ def test_a_changed_master_secret_is_noticed(tmp_path: Path) -> None:
     assert new.adopt_master() == 1 and not new.master_changed
     assert KeyStore(str(tmp_path), MASTER).master_changed
     assert not KeyStore(str(tmp_path / "empty"), MASTER).master_changed
+
+
+@pytest.mark.parametrize("content", ["", "{", "[]", '{"format": 2, "keys": []}', '{"format": 1}',
+                                     '{"format": 1, "keys": [{"uid": "x"}]}'])
+def test_a_damaged_store_is_named(tmp_path: Path, content: str) -> None:
+    (tmp_path / KEYS_FILE).write_text(content)
+    with pytest.raises(CorruptionError, match=re.escape(str(tmp_path / KEYS_FILE))):
+        KeyStore(str(tmp_path), MASTER)
 
 
 def test_master_secret_file(tmp_path: Path) -> None:
