@@ -25,7 +25,7 @@ LAYERS: dict[str, float] = {
     "index": 3, "storage": 3,
     "query": 4,
     "ranking": 5, "facets": 5,
-    "engine": 6, "__init__": 6.5,
+    "engine": 6, "__init__": 6.5, "keys": 6.5,
     "server": 7,
     "cluster": 7.5, "cli": 8, "quickstart": 8, "__main__": 9,
 }

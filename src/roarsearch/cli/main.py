@@ -1,5 +1,5 @@
 """The command line (contract §6): ``serve``, ``import``, ``search``, ``check``, ``export``,
-``backup``, ``demo``.
+``backup``, ``settings``, ``keys``, ``demo``.
 
 Owns: argument parsing, where ``--data`` points, and the commands (reading import files is
 ``cli/importing.py``'s). ``python -m roarsearch`` (``roarsearch/__main__.py``)
@@ -163,6 +163,27 @@ def _parser() -> argparse.ArgumentParser:
     settings.add_argument("--set", action="append", default=[], dest="changes", metavar="KEY=JSON",
                           help='change one key, repeatable: --set \'customRanking=["-population"]\' (null resets it)')
 
+    keys = commands.add_parser("keys", help="create, list or revoke the service's stored API keys (docs/security.md)")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    create = key_commands.add_parser("create", help="create a key and print its secret (shown only now)")
+    create.add_argument("--action", action="append", dest="actions", required=True, metavar="ACTION",
+                        help="search, records.read, records.write, settings.read, settings.write, collections.read, "
+                             "collections.write, keys or *; repeatable")
+    create.add_argument("--collection", action="append", dest="collections", metavar="PATTERN",
+                        help="collection id or pattern ending in * (e.g. 'logs-*'), repeatable (default: *)")
+    create.add_argument("--expires-at", default=None, metavar="TIME", help="ISO 8601 time (default: never)")
+    create.add_argument("--name", default=None)
+    create.add_argument("--description", default=None)
+    listing = key_commands.add_parser("list", help="list the keys (uid, prefix of the secret, actions, collections)")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    revoke = key_commands.add_parser("revoke", help="revoke a key: its secret and its tenant tokens are refused at once")
+    revoke.add_argument("uid")
+    for command in (create, listing, revoke):
+        command.add_argument("--data", default=DEFAULT_DATA, help="the data root the server serves (default: %(default)s)")
+        command.add_argument("--api-key", default=None, metavar="KEY",
+                             help="the server's (first) admin key, which key secrets derive from "
+                                  "(also ROARSEARCH_API_KEY; default: the generated DATA/keys.secret)")
+
     demo = commands.add_parser("demo", help="load the bundled movies data set and serve the search page")
     _add_demo_arguments(demo)
     return parser
@@ -285,14 +306,18 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from roarsearch import Engine
+    from roarsearch.keys import master_secret
     from roarsearch.server.app import create_app
     from roarsearch.server.config import ServerConfig
 
     admin, search_keys, generated = _keys(args)
     apps = tuple(args.apps or [DEFAULT_APP])
     try:
+        # Stored keys derive from the admin key given; without one, from a secret kept in the data root.
+        master = master_secret(args.data, None if generated else admin[0])
         config = ServerConfig(data=args.data, apps=apps, admin_keys=admin, search_keys=search_keys,
-                              cors_origins=tuple(args.cors_origins or ["*"]), max_body_bytes=args.max_body_bytes)
+                              cors_origins=tuple(args.cors_origins or ["*"]), max_body_bytes=args.max_body_bytes,
+                              master_key=master)
     except ValueError as error:
         raise UsageError(str(error)) from error
     if _is_data_directory(args.data) and len(apps) > 1:
@@ -667,6 +692,48 @@ def _table(results: list[dict[str, Any]], fields: list[str]) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------- keys
+
+def keys_command(args: argparse.Namespace) -> int:
+    """``roarsearch keys create|list|revoke``: the key store of ``--data``, read and written in place
+    (a running server sees the change at its next request)."""
+    from roarsearch.keys import KEYS_FILE, SECRET_FILE, KeyStore
+
+    master = args.api_key or os.environ.get("ROARSEARCH_API_KEY")
+    if not master and os.path.isfile(os.path.join(args.data, SECRET_FILE)):
+        with open(os.path.join(args.data, SECRET_FILE), encoding="ascii") as handle:
+            master = handle.read().strip()
+    if args.keys_command == "revoke":  # needs no secret
+        if not os.path.isfile(os.path.join(args.data, KEYS_FILE)):
+            raise ValueError(f"{args.data} holds no keys ({KEYS_FILE} is missing)")
+        KeyStore(args.data, master or "-").revoke(args.uid)
+        print(f"revoked key {args.uid}")
+        return 0
+    if not master:
+        raise UsageError("give the admin key the server uses (--api-key or ROARSEARCH_API_KEY): key secrets derive from it")
+    store = KeyStore(args.data, master)
+    if store.master_changed:
+        raise ValueError("the stored keys were created under another admin key; give the one the server uses "
+                         "(docs/security.md, \"Changing the admin key\")")
+    if args.keys_command == "create":
+        body: dict[str, Any] = {"actions": args.actions, "collections": args.collections or ["*"],
+                                "expiresAt": args.expires_at, "name": args.name, "description": args.description}
+        key, secret = store.create(body)
+        print(json.dumps(key.to_dict(secret, whole=True), ensure_ascii=False, indent=2))
+        return 0
+    keys = [key.to_dict(store.secret(key)) for key in store.keys()]
+    if args.json:
+        print(json.dumps(keys, ensure_ascii=False, indent=2))
+        return 0
+    header = ["uid", "prefix", "actions", "collections", "expires", "name"]
+    rows = [[key["uid"], key["keyPrefix"], ",".join(key["actions"]), ",".join(key["collections"]),
+             key["expiresAt"] or "never", key["name"] or ""] for key in keys]
+    widths = [max(len(row[index]) for row in [header, *rows]) for index in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return 0
+
+
 # ---------------------------------------------------------------------- check
 
 def check(args: argparse.Namespace) -> int:
@@ -787,7 +854,7 @@ def main(argv: list[str] | None = None) -> int:
     from roarsearch.errors import SearchError
 
     handlers = {"serve": serve, "import": import_file, "search": search, "check": check, "export": export,
-                "backup": backup, "settings": settings}
+                "backup": backup, "settings": settings, "keys": keys_command}
     try:
         if args.command == "demo":
             missing = getattr(args, "demo_missing", None)

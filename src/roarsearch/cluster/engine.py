@@ -419,17 +419,18 @@ class ShardedEngine:
                 found[position] = record
         return [record for record in found if record is not None]
 
-    def page_records(self, collection: str, count: int = 1000, after: str | None = None) -> dict[str, Any]:
+    def page_records(self, collection: str, count: int = 1000, after: str | None = None,
+                     filter: str | None = None) -> dict[str, Any]:
         """One page of every record in id order (as :meth:`Engine.page_records`, the same cursors):
         each shard's page after the cursor, merged by id and cut to ``count``."""
         try:  # the engine's own checks, in its order
             with Engine() as probe:
-                probe.page_records(collection, count, after)
+                probe.page_records(collection, count, after, filter)
         except NotFoundError:
             pass
         with self._rw.reading():
             parts = [part for part in
-                     self._call_all(lambda actor: actor.page_records.remote(collection, count, after)).values()
+                     self._call_all(lambda actor: actor.page_records.remote(collection, count, after, filter)).values()
                      if part is not None]
         if not parts:
             raise NotFoundError(f"collection '{collection}' not found", field="collection")

@@ -219,8 +219,9 @@ class ShardActor:
                 found.append(docstore.record(doc) if same and doc is not None else None)
             return found
 
-    def page_records(self, collection: str, count: int, after: str | None) -> dict[str, Any] | None:
-        return None if self._existing(collection) is None else self.engine.page_records(collection, count, after)
+    def page_records(self, collection: str, count: int, after: str | None,
+                     filter: str | None = None) -> dict[str, Any] | None:
+        return None if self._existing(collection) is None else self.engine.page_records(collection, count, after, filter)
 
     def collection_info(self, collection: str) -> dict[str, Any] | None:
         """``Engine.collection_info`` of this shard, but listing fields no record here holds now too:

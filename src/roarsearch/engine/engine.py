@@ -32,6 +32,7 @@ from roarsearch.index.docstore import id_sort_key
 from roarsearch.index.integrity import compare_indexes, rebuild_index
 from roarsearch.index.state import index_from_state
 from roarsearch.memory import unmap_unused, unmap_unused_soon
+from roarsearch.query.context import filter_docs
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import settings_from_dict
@@ -279,19 +280,26 @@ class Engine:
                     found.append(docstore.record(doc))
             return found
 
-    def page_records(self, collection: str, count: int = 1000, after: str | None = None) -> dict[str, Any]:
+    def page_records(self, collection: str, count: int = 1000, after: str | None = None,
+                     filter: str | None = None) -> dict[str, Any]:
         """One page of every record in id order: ``{"records": [...], "next": cursor or None}``.
 
         The cursor names the last id returned; the next page holds the ids strictly greater, so
         writes between pages never make a page lose or repeat a record that stayed in place.
+        ``filter``: only the records passing this expression are paged (a tenant token's rule).
         """
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PAGE:
             raise BadRequestError(f"count: must be an integer between 1 and {MAX_PAGE}, got {preview(count, 40)}", field="count")
         after_key = None if after is None else id_sort_key(decode_cursor(after))
+        tree = None if filter is None else parse_filter(filter)
         target = self._collection(collection)
         with target.lock.reading():
             docstore = target.index.docs
-            docs = array_from_bitmap(BitMap(docstore.alive))
+            if tree is None or filter is None:
+                docs = array_from_bitmap(BitMap(docstore.alive))
+            else:
+                docs = array_from_bitmap(BitMap(filter_docs(target.index, SearchRequest(collection, filter=filter,
+                                                                                          filter_tree=tree))))
             rank = docstore.id_rank()
             if rank is None:
                 ordered = docs.tolist()

@@ -47,6 +47,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from roarsearch import Engine
+from roarsearch.engine.engine import MULTI_SEARCH_THREADS, run_multi_search
 from roarsearch.engine.follower import FollowerEngine
 from roarsearch.errors import (
     BadRequestError,
@@ -58,7 +59,8 @@ from roarsearch.errors import (
     UnauthorizedError,
     error_for_status,
 )
-from roarsearch.server.auth import KeyRing
+from roarsearch.keys import ApiKey, KeyStore
+from roarsearch.server.auth import Access, KeyRing, Role
 from roarsearch.server.config import ServerConfig
 from roarsearch.server.openapi import openapi_document
 from roarsearch.server.placement import SearchPlacement, search_shape
@@ -99,6 +101,8 @@ ROUTES: dict[str, dict[str, str]] = {
                                                "DELETE": "delete_records"},
     "/v2/collections/{collectionId}/records/{id}": {"GET": "get_record"},
     "/v2/collections/{collectionId}/facet/{facetName}/query": {"POST": "facet_values"},
+    "/v2/keys": {"GET": "list_keys", "POST": "create_key"},
+    "/v2/keys/{uid}": {"GET": "get_key", "PATCH": "update_key", "DELETE": "revoke_key"},
     "/health": {"GET": "health"},
     "/openapi.json": {"GET": "openapi"},
 }
@@ -134,7 +138,8 @@ class Service:
         self.config = config
         #: With several workers: evens out their connections (see :class:`~roarsearch.server.workers.Balancer`).
         self.balancer = balancer
-        self.keys = KeyRing(config.admin_keys, config.search_keys)
+        self.keys = KeyRing(config.admin_keys, config.search_keys,
+                            KeyStore(config.data, config.master_key or config.admin_keys[0]))
         self.engines: dict[str, Engine] = dict(engines or {})
         self._limiter: anyio.CapacityLimiter | None = None
         #: A reader worker's: writes are forwarded to the writer listening on this Unix socket.
@@ -154,6 +159,12 @@ class Service:
 
     def open(self) -> None:
         """Open the engine of every application not handed in already (an engine owns its directory)."""
+        if self.writer_socket is None:  # the writer (or the only worker) speaks for the key store
+            changed = self.keys.store.adopt_master()
+            if changed:
+                log.warning("the %d stored keys were created under another master secret (the admin key changed): "
+                            "their secrets and the tenant tokens they signed are refused from now on; "
+                            "create new keys (docs/security.md, \"Changing the admin key\")", changed)
         try:
             for app in self.config.apps:
                 if app not in self.engines:
@@ -259,12 +270,12 @@ class Service:
     # ------------------------------------------------------------------ routes
 
     async def search(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=False)
+        access = self.keys.require(request.headers.get("authorization"), "search")
         body = await read_json(request, min(self.config.max_body_bytes, SEARCH_BODY_BYTES))
-        return JSONResponse(await self.call((await self.reader(request)).search, body))
+        return JSONResponse(await self.call(searcher(access, await self.reader(request)), body))
 
     async def add_records(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=True)
+        self.keys.require(request.headers.get("authorization"), "records.write", request.path_params["collectionId"])
         if self.writer_socket is not None:
             return await self.forward(request)
         body = await read_json(request, self.config.max_body_bytes)
@@ -273,7 +284,7 @@ class Service:
         return JSONResponse(result, status_code=201)
 
     async def delete_records(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=True)
+        self.keys.require(request.headers.get("authorization"), "records.write", request.path_params["collectionId"])
         if self.writer_socket is not None:
             return await self.forward(request)
         clear = False
@@ -304,34 +315,41 @@ class Service:
         return JSONResponse(result)
 
     async def facet_values(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=False)
+        access = self.keys.require(request.headers.get("authorization"), "search", request.path_params["collectionId"])
         body = await read_json(request, min(self.config.max_body_bytes, SEARCH_BODY_BYTES))
-        engine = await self.reader(request)
+        engine = access.view(await self.reader(request))
         result = await self.call(engine.search_facet_values, request.path_params["collectionId"],
                                  request.path_params["facetName"], body)
         return JSONResponse(result)
 
     async def multi_search(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=False)
+        access = self.keys.require(request.headers.get("authorization"), "search")
         body = await read_json(request, min(self.config.max_body_bytes, SEARCH_BODY_BYTES))
         if not isinstance(body, dict) or "searches" not in body or set(body) != {"searches"}:
             extra = [key for key in body if key != "searches"] if isinstance(body, dict) else []
             where = str(extra[0]) if extra else "searches"
             raise BadRequestError(f"{where}: the body must be {{\"searches\": [SearchRequestBody, ...]}}", field=where)
-        results = await self.call((await self.reader(request)).multi_search, body["searches"])
+        engine = await self.reader(request)
+        if access.key is None:
+            results = await self.call(engine.multi_search, body["searches"])
+        else:  # each search checked (and restricted) alone: one out of reach is its own 403
+            results = await self.call(run_multi_search, searcher(access, engine), body["searches"], MULTI_SEARCH_THREADS)
         return JSONResponse({"results": results})
 
     async def list_collections(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=False)
-        return JSONResponse(await self.call((await self.reader(request)).collections))
+        access = self.keys.require(request.headers.get("authorization"), "collections.read")
+        listed = await self.call((await self.reader(request)).collections)
+        if access.narrowed:  # only what the key may see: the others are not said to exist
+            listed = [entry for entry in listed if access.sees(entry["collection"])]
+        return JSONResponse(listed)
 
     async def collection_info(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=False)
+        self.keys.require(request.headers.get("authorization"), "collections.read", request.path_params["collectionId"])
         engine = await self.reader(request)
         return JSONResponse(await self.call(engine.collection_info, request.path_params["collectionId"]))
 
     async def drop_collection(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=True)
+        self.keys.require(request.headers.get("authorization"), "collections.write", request.path_params["collectionId"])
         if self.writer_socket is not None:
             return await self.forward(request)
         async for _ in request.stream():
@@ -343,12 +361,12 @@ class Service:
                                              dropped=True))
 
     async def get_settings(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=False)
+        self.keys.require(request.headers.get("authorization"), "settings.read", request.path_params["collectionId"])
         engine = await self.reader(request)
         return JSONResponse(await self.call(engine.get_settings, request.path_params["collectionId"]))
 
     async def update_settings(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=True)
+        self.keys.require(request.headers.get("authorization"), "settings.write", request.path_params["collectionId"])
         if self.writer_socket is not None:
             return await self.forward(request)
         body = await read_json(request, self.config.max_body_bytes)
@@ -356,29 +374,72 @@ class Service:
         return JSONResponse(await self.write(request, engine.update_settings, request.path_params["collectionId"], body))
 
     async def page_records(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=False)
+        access = self.keys.require(request.headers.get("authorization"), "records.read", request.path_params["collectionId"])
         unknown = [name for name in request.query_params if name not in ("count", "after")]
         if unknown:
             raise BadRequestError(f"{unknown[0]}: unknown query parameter (expected count, after)", field=unknown[0])
         text = request.query_params.get("count", "1000")
         if not ascii_digits(text):
             raise BadRequestError(f"count: must be an integer between 1 and 1000, got {text!r}", field="count")
-        engine = await self.reader(request)
+        engine = access.view(await self.reader(request), "records.read")
         result = await self.call(engine.page_records, request.path_params["collectionId"], int(text),
                                  request.query_params.get("after"))
         return JSONResponse(result)
 
     async def get_record(self, request: Request) -> Response:
-        self.keys.require(request.headers.get("authorization"), admin=False)
+        access = self.keys.require(request.headers.get("authorization"), "records.read", request.path_params["collectionId"])
         segment = request.path_params["id"]
         ids: list[int | str] = [segment]
         if CANONICAL_INTEGER.fullmatch(segment) and INT64[0] <= int(segment) <= INT64[1]:
             ids.insert(0, int(segment))  # an integer id when one exists, else the string id
         collection = request.path_params["collectionId"]
-        found = await self.call((await self.reader(request)).get_records, collection, ids)
+        found = await self.call(access.view(await self.reader(request), "records.read").get_records, collection, ids)
         if not found:
             raise NotFoundError(f"record {segment!r} not found in collection '{collection}'", field="id")
         return JSONResponse(found[0])
+
+    # ------------------------------------------------------------------ keys (docs/security.md)
+
+    async def list_keys(self, request: Request) -> Response:
+        access = self.keys.require(request.headers.get("authorization"), "keys")
+        store = self.keys.store
+        keys = await self.call(store.keys)
+        within = access.managing()
+        return JSONResponse({"results": [key.to_dict(store.secret(key)) for key in keys
+                                         if within is None or key.within(within)]})
+
+    async def create_key(self, request: Request) -> Response:
+        access = self.keys.require(request.headers.get("authorization"), "keys")
+        body = await read_json(request, SEARCH_BODY_BYTES)
+        key, secret = await self.call_write(functools.partial(self.keys.store.create, body, within=access.managing()))
+        log.info("created key %s (actions %s, collections %s)", key.uid, ",".join(key.actions), ",".join(key.collections))
+        return JSONResponse(key.to_dict(secret, whole=True), status_code=201)
+
+    def _managed_key(self, access: Access, uid: str) -> ApiKey:
+        key = self.keys.store.get(uid)
+        within = access.managing()
+        if within is not None and not key.within(within):  # as if absent: a key learns nothing beyond its scope
+            raise NotFoundError(f"key '{uid[:64]}' not found", field="uid")
+        return key
+
+    async def get_key(self, request: Request) -> Response:
+        access = self.keys.require(request.headers.get("authorization"), "keys")
+        key = await self.call(self._managed_key, access, request.path_params["uid"])
+        return JSONResponse(key.to_dict(self.keys.store.secret(key)))
+
+    async def update_key(self, request: Request) -> Response:
+        access = self.keys.require(request.headers.get("authorization"), "keys")
+        body = await read_json(request, SEARCH_BODY_BYTES)
+        key = await self.call_write(functools.partial(self.keys.store.update, request.path_params["uid"], body,
+                                                      within=access.managing()))
+        return JSONResponse(key.to_dict(self.keys.store.secret(key)))
+
+    async def revoke_key(self, request: Request) -> Response:
+        access = self.keys.require(request.headers.get("authorization"), "keys")
+        uid = request.path_params["uid"]
+        await self.call_write(functools.partial(self.keys.store.revoke, uid, within=access.managing()))
+        log.info("revoked key %s", uid)
+        return JSONResponse({"status": 200, "uid": uid})
 
     async def health(self, request: Request) -> Response:
         headers = None if self.worker is None else {"X-Roarsearch-Worker": str(self.worker)}
@@ -467,7 +528,7 @@ class FastSearch:
         service = self.service
         try:
             authorization = headers.get(b"authorization")
-            service.keys.require(None if authorization is None else authorization.decode("latin-1"), admin=False)
+            access = service.keys.require(None if authorization is None else authorization.decode("latin-1"), "search")
             chunks = []
             more = True
             while more:
@@ -487,11 +548,12 @@ class FastSearch:
             engine = service.engines[service.app_of(headers.get(b"host", b"").decode("latin-1"))]
             if isinstance(engine, FollowerEngine) and engine.stale():
                 await service.caught_up(engine)
+            search = searcher(access, engine)
             shape = search_shape(body)
             if service.placement.on_loop(shape):  # short and seen before: no thread hand-offs
-                result, cpu_s = timed_search(engine, body)
+                result, cpu_s = timed_search(search, body)
             else:
-                result, cpu_s = await service.call(timed_search, engine, body)
+                result, cpu_s = await service.call(timed_search, search, body)
             service.placement.note(shape, cpu_s)
             content = orjson_or_json(result)
             status = 200
@@ -510,10 +572,27 @@ class FastSearch:
         await send_json(send, status, content)
 
 
-def timed_search(engine: Engine, body: Any) -> tuple[dict[str, Any], float]:
-    """``engine.search(body)`` and the CPU seconds it took (on the loop or in a worker thread)."""
+def searcher(access: Access, engine: Engine) -> Callable[[Any], dict[str, Any]]:
+    """The search function of a request: the engine's, or for a stored key one that first checks
+    the body's collection against the key's patterns, and for a tenant token one that also ANDs
+    the token's rule to everything the search computes (:class:`~roarsearch.keys.TenantView`)."""
+    if access.role is Role.TOKEN:
+        return access.view(engine).search  # type: ignore[no-any-return]
+    if access.role is not Role.KEY or not access.narrowed:
+        return engine.search
+
+    def search(body: Any) -> dict[str, Any]:
+        if isinstance(body, dict):
+            access.require("search", body.get("collection"))
+        return engine.search(body)
+
+    return search
+
+
+def timed_search(search: Callable[[Any], dict[str, Any]], body: Any) -> tuple[dict[str, Any], float]:
+    """``search(body)`` and the CPU seconds it took (on the loop or in a worker thread)."""
     started = time.thread_time()
-    result = engine.search(body)
+    result = search(body)
     return result, time.thread_time() - started
 
 
@@ -604,7 +683,7 @@ def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None
     if os.path.isdir(static_dir):  # after the API routes: the page never shadows them
         routes.append(Mount("/", SearchPage(directory=static_dir, html=True), name="page"))
     middleware = [Middleware(FastSearch, service=service), Middleware(JSONCORSMiddleware, allow_origins=list(config.cors_origins),
-                             allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
+                             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
                              allow_headers=["Authorization", "Content-Type"], max_age=600)]
     return Starlette(
         routes=routes,

@@ -33,6 +33,8 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     #: Directory of the search page served at ``/``; None means the one bundled in the package.
     static_dir: str | None = field(default=None)
+    #: The secret stored keys are derived from (``roarsearch.keys``); None: the first admin key.
+    master_key: str | None = None
 
     def __post_init__(self) -> None:
         if not self.apps:
@@ -44,7 +46,7 @@ class ServerConfig:
             raise ValueError(f"application ids must be distinct, got {', '.join(self.apps)}")
         if not self.admin_keys:
             raise ValueError("at least one admin key is required: the service never runs open")
-        if any(not key for key in (*self.admin_keys, *self.search_keys)):
+        if any(not key for key in (*self.admin_keys, *self.search_keys)) or self.master_key == "":
             raise ValueError("keys must not be empty")
         if self.max_body_bytes <= 0:
             raise ValueError(f"max body bytes must be positive, got {self.max_body_bytes}")

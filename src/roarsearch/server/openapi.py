@@ -15,8 +15,9 @@ ERROR = {"$ref": "#/components/schemas/Error"}
 ERROR_MEANINGS = {
     400: "Bad input: malformed JSON, wrong content type, wrong type, unknown field, bad filter, invalid record "
          "(the message names the field)",
-    401: "Missing or invalid key (with WWW-Authenticate: Bearer)",
-    403: "A search-only key tried to write",
+    401: "Missing, invalid, revoked or expired key or tenant token (with WWW-Authenticate: Bearer)",
+    403: "The key or token lacks the action, or the collection is outside its patterns or rules (the message "
+         "names which; the same whether the collection exists or not)",
     404: "Unknown collection or route",
     405: "Method not allowed on this path (with Allow)",
     413: "Body over the limit (default 100 MiB)",
@@ -24,9 +25,10 @@ ERROR_MEANINGS = {
     507: "The write could not be made durable (disk full, I/O error); nothing was changed",
 }
 
-SEARCH_ERRORS = (400, 401, 404, 405, 413, 500)
-READ_ERRORS = (400, 401, 404, 405, 500)
-LIST_ERRORS = (401, 405, 500)
+SEARCH_ERRORS = (400, 401, 403, 404, 405, 413, 500)
+READ_ERRORS = (400, 401, 403, 404, 405, 500)
+LIST_ERRORS = (401, 403, 405, 500)
+KEY_WRITE_ERRORS = (400, 401, 403, 404, 405, 413, 500)
 WRITE_ERRORS = (400, 401, 403, 404, 405, 413, 500, 507)
 OPEN_ERRORS = (405, 500)
 
@@ -75,6 +77,33 @@ SEARCH_REQUEST = {
     },
 }
 
+ACTIONS = ["search", "records.read", "records.write", "settings.read", "settings.write", "collections.read",
+           "collections.write", "keys", "*"]
+
+KEY_REQUEST = {
+    "type": "object", "required": ["actions"], "additionalProperties": False,
+    "properties": {
+        "uid": {"type": "string", "format": "uuid", "description": "default: a random UUID; never one used before"},
+        "name": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"]},
+        "actions": {"type": "array", "minItems": 1, "items": {"enum": ACTIONS}},
+        "collections": {**STRINGS, "default": ["*"], "description": "collection ids or patterns ending in *"},
+        "expiresAt": {"type": ["string", "null"], "format": "date-time", "default": None},
+    },
+}
+
+KEY = {
+    "type": "object", "required": ["uid", "actions", "collections", "expiresAt", "createdAt", "updatedAt"],
+    "properties": {
+        "uid": {"type": "string"}, "name": {"type": ["string", "null"]}, "description": {"type": ["string", "null"]},
+        "key": {"type": "string", "description": "the secret: only in the answer to the creation"},
+        "keyPrefix": {"type": "string", "description": "the secret's first 8 characters"},
+        "actions": {"type": "array", "items": {"enum": ACTIONS}}, "collections": STRINGS,
+        "expiresAt": {"type": ["string", "null"], "format": "date-time"},
+        "createdAt": {"type": "string", "format": "date-time"}, "updatedAt": {"type": "string", "format": "date-time"},
+    },
+}
+
 SETTINGS = {
     "type": "object", "additionalProperties": False,
     "description": "Collection settings (every key optional in a PUT; null resets a key to its default)",
@@ -120,7 +149,9 @@ def openapi_document() -> dict[str, Any]:
             "title": "roarsearch — Record Search and Management Service",
             "version": "1.0.0",
             "description": "Every API route needs 'Authorization: Bearer <key>': admin keys may do everything, "
-                           "search-only keys may search, run facet value searches and read records, collections and settings. /health, /openapi.json and "
+                           "search-only keys may search, run facet value searches and read records, collections and settings; "
+                           "stored keys (/v2/keys) may do their actions on their collections; a tenant token (an HS256 "
+                           "JWT signed with a stored key) searches and reads only the records its searchRules allow. /health, /openapi.json and "
                            "the search page at / need no key. The application is the first label of the Host "
                            "header (a trailing -fast removed) when it is served, else the default one. Every "
                            "failure is an Error object with the same HTTP status.",
@@ -170,6 +201,12 @@ def openapi_document() -> dict[str, Any]:
                 "MultiSearchResponse": {"type": "object", "required": ["results"], "properties": {
                     "results": {"type": "array", "items": {"oneOf": [_ref("SearchResponse"), ERROR]}}}},
                 "Health": {"type": "object", "properties": {"status": {"const": "ok"}, "apps": STRINGS}},
+                "KeyRequest": KEY_REQUEST,
+                "KeyUpdate": {"type": "object", "additionalProperties": False, "properties": {
+                    "name": {"type": ["string", "null"]}, "description": {"type": ["string", "null"]}}},
+                "Key": KEY,
+                "KeyList": {"type": "object", "required": ["results"], "properties": {
+                    "results": {"type": "array", "items": _ref("Key")}}},
             },
         },
         "security": [{"bearerAuth": []}],
@@ -261,6 +298,32 @@ def openapi_document() -> dict[str, Any]:
                 "get": {"summary": "One stored record by id (search key allowed)", "operationId": "getRecord",
                         "responses": {"200": {"description": "The record", **_json(_ref("Record"))},
                                       **_errors(READ_ERRORS)}},
+            },
+            "/v2/keys": {
+                "get": {"summary": "List the stored keys, without their secrets (admin key, or the keys action: "
+                                   "the keys within its own scope)", "operationId": "listKeys",
+                        "responses": {"200": {"description": "Keys, oldest first", **_json(_ref("KeyList"))},
+                                      **_errors(LIST_ERRORS)}},
+                "post": {"summary": "Create a key; its secret is in the answer, once (docs/security.md)",
+                         "operationId": "createKey",
+                         "requestBody": {"required": True, **_json(_ref("KeyRequest"))},
+                         "responses": {"201": {"description": "The key, with its secret as key", **_json(_ref("Key"))},
+                                       **_errors(KEY_WRITE_ERRORS)}},
+            },
+            "/v2/keys/{uid}": {
+                "parameters": [{"name": "uid", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "get": {"summary": "One key, without its secret", "operationId": "getKey",
+                        "responses": {"200": {"description": "The key", **_json(_ref("Key"))},
+                                      **_errors(READ_ERRORS)}},
+                "patch": {"summary": "Rename a key (name, description)", "operationId": "updateKey",
+                          "requestBody": {"required": True, **_json(_ref("KeyUpdate"))},
+                          "responses": {"200": {"description": "The key", **_json(_ref("Key"))},
+                                        **_errors(KEY_WRITE_ERRORS)}},
+                "delete": {"summary": "Revoke a key: its secret and the tenant tokens it signed are refused at once",
+                           "operationId": "revokeKey",
+                           "responses": {"200": {"description": "Revoked", **_json(
+                               {"type": "object", "properties": {"status": {"const": 200}, "uid": {"type": "string"}}})},
+                                         **_errors(READ_ERRORS)}},
             },
             "/health": {"get": {"summary": "Liveness (no key needed)", "operationId": "health", "security": [],
                                 "responses": {"200": {"description": "OK", **_json(_ref("Health"))},

@@ -2,7 +2,8 @@
 //
 // Every search is one `POST /v2` with `Authorization: Bearer <search-only key>` and a JSON body as
 // in the contract (§3). Key and collection come from the URL fragment,
-// `#key=<search key>&collection=movies` (a fragment never reaches any server's logs); the query
+// `#key=<search key>&collection=movies` (a fragment never reaches any server's logs); a tenant token
+// (docs/security.md) is taken there like a key, as is any bearer credential; the query
 // rides there too (`&q=`), so a reload or a shared link keeps it.
 //
 // Safety rule: record text only ever reaches the DOM through `textContent`. The one exception is
@@ -18,7 +19,7 @@ const TITLE_NAMES = ["title", "name", "label", "heading", "subject", "headline"]
 const COORDINATE_NAMES = ["lat", "lng", "lon", "long", "latitude", "longitude"];
 
 const fragment = new URLSearchParams(location.hash.slice(1));
-const KEY = fragment.get("key") || "";
+const KEY = (fragment.get("key") || "").trim();  // a search key or a tenant token (a JWT: base64url and dots)
 let COLLECTION = fragment.get("collection") || "";
 // How this collection is shown: its settings' `searchPage`, completed by guesses (see `pageConfig`).
 let CONFIG = null;
@@ -239,7 +240,7 @@ function describeError(response, data) {
   if (typeof message !== "string") message = JSON.stringify(message);
   let hint = "";
   if (status === 401) hint = " Open the address that `roarsearch demo` printed: it carries the search key after #key=.";
-  if (status === 403) hint = " This key may not search.";
+  if (status === 403) hint = " This key or token may not search this collection.";
   if (status === 404) hint = ` Is there a collection named “${COLLECTION}”? Set it with #collection= in the address.`;
   return `Error ${status}: ${message}.${hint}`;
 }
