@@ -128,21 +128,20 @@ class VisibleModel:
         self.oracle.add(all_records)  # text fields in the collection's first-seen order
         self.visible = [record for record in all_records if visible(record)]
 
-    def facet_pass(self, record: dict[str, Any], body: dict[str, Any], skip: str = "") -> bool:
-        # A facet counts without the facet filters of its field, of both kinds: what the engine
-        # does (contract §4 leaves out only the filter of the facet's own kind; to be reconciled
-        # there, and not this module's subject: the rule applies either way).
+    def facet_pass(self, record: dict[str, Any], body: dict[str, Any], skip: str = "", kind: str = "") -> bool:
+        """Whether ``record`` passes the facet filters, the one of ``skip`` of ``kind`` (``text``
+        or ``numeric``) left out: a facet leaves out only its own filter of its own kind (§4)."""
         for field, values in body.get("textFacetFilters", {}).items():
-            if field != skip and record[field] not in values:
+            if not (field == skip and kind == "text") and record[field] not in values:
                 return False
         for field, ranges in body.get("numericFacetFilters", {}).items():
-            if field != skip and not any(in_interval(record[field], text) for text in ranges):
+            if not (field == skip and kind == "numeric") and not any(in_interval(record[field], text) for text in ranges):
                 return False
         return True
 
-    def matches(self, body: dict[str, Any], own: Any, skip: str = "") -> list[Any]:
+    def matches(self, body: dict[str, Any], own: Any, skip: str = "", kind: str = "") -> list[Any]:
         """Ids of the matches in the contract's order (every one, no page)."""
-        universe = {r["id"] for r in self.visible if own(r) and self.facet_pass(r, body, skip)}
+        universe = {r["id"] for r in self.visible if own(r) and self.facet_pass(r, body, skip, kind)}
         _total, ids = self.oracle.search(body.get("query", ""), universe=universe, count=10_000)
         return ids
 
@@ -164,11 +163,11 @@ class VisibleModel:
             assert [hit["id"] for hit in answer["results"]] == ids[skip:skip + count], body
         for facet in answer["textFacets"]:
             field = facet["field"]
-            counted = Counter(by_id[i][field] for i in self.matches(body, own, field))
+            counted = Counter(by_id[i][field] for i in self.matches(body, own, field, "text"))
             assert {value["value"]: value["count"] for value in facet["values"]} == dict(counted), (body, facet)
         for facet in answer["numericFacets"]:
             field = facet["field"]
-            values = [by_id[i][field] for i in self.matches(body, own, field)]
+            values = [by_id[i][field] for i in self.matches(body, own, field, "numeric")]
             assert facet["stats"]["count"] == len(values), (body, facet)
             if values:
                 assert (facet["stats"]["min"], facet["stats"]["max"]) == (min(values), max(values))
@@ -213,7 +212,7 @@ def test_a_tenant_sees_exactly_its_records(records_: list[dict[str, Any]], rule:
         facet_body["textFacetQuery"] = {"query": facet_query, "count": 100}
         got = view.search_facet_values("orders", "cat", facet_body)["values"]
         by_id = {r["id"]: r for r in model.visible}
-        counted = Counter(by_id[i]["cat"] for i in model.matches(body, own, "cat"))
+        counted = Counter(by_id[i]["cat"] for i in model.matches(body, own, "cat", "text"))
         for value in got:
             assert value["count"] == counted[value["value"]], (facet_body, got, counted)
         for value, number in counted.items():
