@@ -24,14 +24,15 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.buffers import Buffer
+from roarsearch.index.blocks import untouched_array
 
 #: CRoaring's cookie of a portable bitmap without run containers (offsets always present).
 _NO_RUN_COOKIE = 12346
 #: Containers of more docs than this are bitsets, the others sorted arrays (CRoaring's rule).
 _ARRAY_MAX = 4096
 _BITSET_BYTES = 8192
-#: Tokens handled per builder step: its temporary arrays stay near 30 bytes per token.
-BUILD_SLAB_TOKENS = 1 << 22
+#: Tokens handled per builder step: its temporary arrays (some 60 bytes a token) stay near 60 MB.
+BUILD_SLAB_TOKENS = 1 << 20
 
 
 class DocSets:
@@ -102,11 +103,23 @@ class DocSetsBuilder:
         self.sizes.append(term_bytes)
 
     def finish(self) -> DocSets:
+        """The doc sets written so far, in one buffer: the slabs' parts are copied into an
+        untouched mapping and each let go once copied (joining them held every part and the whole
+        buffer at once: twice the doc sets at the end of a big merge)."""
         sizes = np.concatenate(self.sizes) if self.sizes else np.zeros(0, dtype=np.int64)
         offsets = np.zeros(sizes.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
         parts, self.parts, self.sizes = self.parts, [], []
-        data = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+        if len(parts) == 1:
+            return DocSets(parts[0].data.cast("B"), offsets)
+        data = untouched_array(int(offsets[-1]), np.uint8)
+        parts.reverse()  # popped oldest first
+        at = 0
+        while parts:
+            part = parts.pop()
+            data[at:at + part.size] = part
+            at += part.size
+            del part
         return DocSets(data.data.cast("B"), offsets)
 
 
