@@ -37,6 +37,7 @@ from roarsearch.index.docstore import DocStore, RecordId
 from roarsearch.index.geo import GeoColumn
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import BULK_LOAD_MERGE_TOKENS, FieldPostings
+from roarsearch.index.vectors import VectorIndex
 from roarsearch.schema import RecordColumns
 
 #: Unions of many postings (prefixes, wide typo expansions) kept between writes.
@@ -65,6 +66,8 @@ class Index:
         self.columns: dict[str, FieldColumns] = {}
         #: Records' ``_geo`` points by doc id (contract §9).
         self.geo = GeoColumn()
+        #: Records' ``_vectors`` by declared space and doc id (contract §11).
+        self.vectors = VectorIndex()
         #: Fields that ever held a string, in order of first appearance (record by record): ``*``.
         self._text_fields: list[str] = []
         #: Advanced by every write; entries of ``cache`` made before it are never returned.

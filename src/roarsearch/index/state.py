@@ -23,6 +23,7 @@ from roarsearch.index.docstore import RecordIds, id_sort_key
 from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
+from roarsearch.index.vectors import VectorIndex
 from roarsearch.index.postings import FieldPostings, PackedTokens, fixed_block_starts, pack_column, unpack_column
 from roarsearch.schema import GEO_FIELD, check_geo_point
 
@@ -117,6 +118,7 @@ def index_to_state(index: Index, sort_orders: bool = True) -> dict[str, Any]:
         "postings": postings_state,
         "columns": columns_state,
         "geo": index.geo.to_state(),
+        "vectors": index.vectors.to_state(),
     }
 
 
@@ -273,6 +275,8 @@ def index_from_state(state: dict[str, Any]) -> Index:
                            else bitmap_from_array(docs))
             columns.values = values
         index.columns[path] = columns
+    if "vectors" in state:  # older snapshots: taken before vector spaces existed
+        index.vectors = VectorIndex.from_state(state["vectors"])
     if "geo" in state:
         index.geo = GeoColumn.from_state(state["geo"])
     else:  # snapshots from before geo search: the points are in the stored records

@@ -37,6 +37,8 @@ class Settings:
     two_typos: int = DEFAULT_TWO_TYPOS
     typo_disabled_fields: tuple[str, ...] = ()
     typo_disabled_words: tuple[str, ...] = ()
+    #: Declared vector spaces (contract §11): ``(name, dimensions, metric)`` in the order given.
+    vectors: tuple[tuple[str, int, str], ...] = ()
     # ---- derived (analysed once, when the value is made)
     folded_stop_words: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
     folded_typo_disabled_words: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
@@ -80,6 +82,7 @@ class Settings:
             "typoMinWordSize": {"oneTypo": self.one_typo, "twoTypos": self.two_typos},
             "typoDisabledFields": list(self.typo_disabled_fields),
             "typoDisabledWords": list(self.typo_disabled_words),
+            "vectors": {name: {"dimensions": dimensions, "metric": metric} for name, dimensions, metric in self.vectors},
         }
 
 
@@ -111,6 +114,8 @@ def settings_from_dict(data: dict[str, Any] | None) -> Settings:
         two_typos=int(typo_sizes.get("twoTypos", DEFAULT_TWO_TYPOS)),
         typo_disabled_fields=tuple(data.get("typoDisabledFields") or ()),
         typo_disabled_words=tuple(data.get("typoDisabledWords") or ()),
+        vectors=tuple((name, int(space["dimensions"]), str(space.get("metric", "cosine")))
+                      for name, space in (data.get("vectors") or {}).items()),
     )
 
 

@@ -1,0 +1,308 @@
+"""Vector spaces of one collection: each record's embedding per declared space (contract §11).
+
+Owns: per space, a float32 matrix whose row ``doc`` is that doc's vector and the bitmap of docs
+holding one; validation of a batch's ``_vectors`` against the declared spaces; the exact nearest
+neighbours of a query vector among candidate docs; the state a snapshot saves.
+
+Docs are never reused (an upsert or a delete retires the old doc), so a retired doc's row simply
+stays unread: every search intersects the space's docs with the alive candidates.
+
+Exact search is a blocked float32 pass (one matrix product per block of rows, the best of each
+block kept by ``argpartition``), then the shortlist — every doc within a rounding margin of the
+``k``-th best — is scored again in float64 and ordered by score, ties by record id. So the answer
+is the true ``k`` nearest, independent of float32 rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pyroaring import AbstractBitMap, BitMap
+
+from roarsearch.errors import BadRequestError
+from roarsearch.schema import describe_value, type_name
+
+#: The field of a record that holds its vectors.
+VECTORS_FIELD = "_vectors"
+METRICS = ("cosine", "dot", "l2")
+MAX_DIMENSIONS = 4096
+#: Rows scored per matrix product in exact search (a block of 768-dimension rows is 48 MiB gathered).
+EXACT_BLOCK_ROWS = 16_384
+#: Relative float32 rounding margin of the first pass: docs within it of the k-th score are
+#: scored again in float64.
+ROUNDING_MARGIN = 1e-4
+
+#: A space's declaration: (name, dimensions, metric).
+SpaceSpec = tuple[str, int, str]
+
+
+class VectorSpace:
+    """One named space: rows by doc id, the docs holding a vector, and (cosine) each row's norm."""
+
+    __slots__ = ("name", "dimensions", "metric", "matrix", "norms", "docs")
+
+    def __init__(self, name: str, dimensions: int, metric: str) -> None:
+        self.name = name
+        self.dimensions = dimensions
+        self.metric = metric
+        self.matrix = np.zeros((0, dimensions), dtype=np.float32)
+        #: Per doc, the Euclidean norm of its row (float64; cosine and l2 use it).
+        self.norms = np.zeros(0, dtype=np.float64)
+        self.docs = BitMap()
+
+    @property
+    def spec(self) -> SpaceSpec:
+        return (self.name, self.dimensions, self.metric)
+
+    def _reserve(self, end: int) -> None:
+        if end <= self.matrix.shape[0]:
+            return
+        capacity = max(end, 2 * self.matrix.shape[0], 1024)
+        matrix = np.zeros((capacity, self.dimensions), dtype=np.float32)
+        matrix[:self.matrix.shape[0]] = self.matrix
+        norms = np.zeros(capacity, dtype=np.float64)
+        norms[:self.norms.size] = self.norms
+        self.matrix, self.norms = matrix, norms
+
+    def add(self, docs: np.ndarray, rows: np.ndarray) -> None:
+        """Set the vectors of ``docs`` (new docs: a write never changes an existing doc's row)."""
+        if not docs.size:
+            return
+        self._reserve(int(docs.max()) + 1)
+        self.matrix[docs] = rows
+        self.norms[docs] = np.sqrt(np.einsum("ij,ij->i", rows.astype(np.float64), rows.astype(np.float64)))
+        self.docs |= BitMap(docs.tolist())
+
+    def row(self, doc: int) -> np.ndarray:
+        return self.matrix[doc]
+
+    # ------------------------------------------------------------------ search
+
+    def exact_scores(self, docs: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The float64 score of each of ``docs``: similarity (cosine), dot product, or distance (l2)."""
+        rows = self.matrix[docs].astype(np.float64)
+        query64 = query.astype(np.float32).astype(np.float64)
+        if self.metric == "l2":
+            diff = rows - query64
+            return np.sqrt(np.einsum("ij,ij->i", diff, diff))
+        dots = rows @ query64
+        if self.metric == "dot":
+            return dots
+        query_norm = math.sqrt(float(query64 @ query64))
+        return dots / (self.norms[docs] * query_norm)
+
+    def nearest(self, candidates: AbstractBitMap, query: np.ndarray, k: int,
+                id_rank: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest of ``candidates`` holding a vector, nearest first (ties by record id):
+        (docs, scores). Exact."""
+        held = candidates & self.docs
+        docs = np.fromiter(held, dtype=np.int64, count=len(held))
+        if not docs.size:
+            return docs, np.zeros(0, dtype=np.float64)
+        shortlist = self._shortlist(docs, query, k)
+        scores = self.exact_scores(shortlist, query)
+        # Nearest first: highest similarity, or smallest distance.
+        primary = scores if self.metric == "l2" else -scores
+        tie = shortlist if id_rank is None else id_rank[shortlist]
+        order = np.lexsort((tie, primary))[:k]
+        return shortlist[order], scores[order]
+
+    def _shortlist(self, docs: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
+        """Docs that may be among the ``k`` nearest: the float32 pass's best, with every doc
+        within a rounding margin (:data:`ROUNDING_MARGIN` of the scores' scale) of its ``k``-th score."""
+        if docs.size <= k:
+            return docs
+        query32 = query.astype(np.float32)
+        query_norm = float(np.sqrt(query32.astype(np.float64) @ query32.astype(np.float64)))
+        kept_docs: list[np.ndarray] = []
+        kept_scores: list[np.ndarray] = []
+        margin = 0.0
+        for start in range(0, docs.size, EXACT_BLOCK_ROWS):
+            block = docs[start:start + EXACT_BLOCK_ROWS]
+            approx = self._approximate(block, query32, query_norm)
+            margin = max(margin, ROUNDING_MARGIN * self._scale(block, query_norm))
+            if block.size > k:
+                threshold = np.partition(approx, block.size - k)[block.size - k]
+                keep = approx >= threshold - margin
+                block, approx = block[keep], approx[keep]
+            kept_docs.append(block)
+            kept_scores.append(approx)
+        all_docs = np.concatenate(kept_docs)
+        all_scores = np.concatenate(kept_scores)
+        if all_docs.size <= k:
+            return all_docs
+        threshold = np.partition(all_scores, all_scores.size - k)[all_scores.size - k]
+        return all_docs[all_scores >= threshold - margin]
+
+    def _scale(self, block: np.ndarray, query_norm: float) -> float:
+        """How large the first pass's scores of ``block`` can be (cosine scores are at most 1)."""
+        if self.metric == "cosine":
+            return 1.0
+        largest = float(self.norms[block].max())
+        if self.metric == "dot":
+            return largest * query_norm + 1e-30
+        return (largest + query_norm) ** 2 + 1e-30
+
+    def _approximate(self, block: np.ndarray, query32: np.ndarray, query_norm: float) -> np.ndarray:
+        """float32 scores of ``block``, larger is nearer (l2: minus the squared distance)."""
+        rows = self.matrix[block]
+        dots = rows @ query32
+        if self.metric == "dot":
+            return dots.astype(np.float64)
+        norms = self.norms[block]
+        if self.metric == "cosine":
+            return dots / (norms * query_norm)
+        return 2.0 * dots - norms * norms - query_norm * query_norm
+
+
+class VectorIndex:
+    """Every declared space of one collection, and which docs' records hold ``_vectors`` at all."""
+
+    def __init__(self) -> None:
+        self.spaces: dict[str, VectorSpace] = {}
+        #: Docs whose stored record has a ``_vectors`` object (a space declared later reads only these).
+        self.held = BitMap()
+
+    def specs(self) -> tuple[SpaceSpec, ...]:
+        return tuple(space.spec for space in self.spaces.values())
+
+    def holds_vectors(self, name: str, alive: AbstractBitMap) -> bool:
+        space = self.spaces.get(name)
+        return space is not None and space.docs.intersection_cardinality(alive) > 0
+
+    def configure(self, specs: tuple[SpaceSpec, ...], alive: AbstractBitMap,
+                  record: Any) -> None:
+        """Make the spaces those of ``specs``: a removed space drops its vectors, a new (or changed)
+        one indexes the vectors that the stored records of ``alive`` hold for it (``record(doc)``)."""
+        wanted = {name: (dimensions, metric) for name, dimensions, metric in specs}
+        for name in list(self.spaces):
+            space = self.spaces[name]
+            if wanted.get(name) != (space.dimensions, space.metric):
+                del self.spaces[name]
+        for name, (dimensions, metric) in wanted.items():
+            if name in self.spaces:
+                continue
+            space = self.spaces[name] = VectorSpace(name, dimensions, metric)
+            docs = [doc for doc in (self.held & alive)]
+            found_docs, rows = _vectors_of(space, [record(doc) for doc in docs], docs)
+            space.add(found_docs, rows)
+
+    def add(self, records: list[dict[str, Any]], new_docs: np.ndarray) -> None:
+        """Index the ``_vectors`` of an add batch whose records became ``new_docs`` (validated; a
+        vector that does not fit its space, as in a log written under other settings, is skipped)."""
+        positions = [position for position, record in enumerate(records) if isinstance(record.get(VECTORS_FIELD), dict)]
+        if not positions:
+            return
+        docs = new_docs[positions]
+        self.held |= BitMap(docs.tolist())
+        held = [records[position] for position in positions]
+        for space in self.spaces.values():
+            found_docs, rows = _vectors_of(space, held, docs.tolist())
+            space.add(found_docs, rows)
+
+    def vectors_of(self, doc: int) -> dict[str, list[float]]:
+        """The vectors ``doc`` holds, by space name (as float32 values)."""
+        return {name: space.row(doc).tolist() for name, space in self.spaces.items() if doc in space.docs}
+
+    # ------------------------------------------------------------------ state
+
+    def to_state(self) -> dict[str, Any]:
+        spaces = {}
+        for name, space in self.spaces.items():
+            docs = np.fromiter(space.docs, dtype=np.uint32, count=len(space.docs))
+            spaces[name] = {"dimensions": space.dimensions, "metric": space.metric,
+                            "docs": space.docs.serialize(),
+                            "rows": memoryview(np.ascontiguousarray(space.matrix[docs]).data).cast("B")}
+        return {"held": self.held.serialize(), "spaces": spaces}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> VectorIndex:
+        index = cls()
+        index.held = BitMap.deserialize(state["held"])
+        for name, saved in state["spaces"].items():
+            space = index.spaces[name] = VectorSpace(name, int(saved["dimensions"]), str(saved["metric"]))
+            doc_set = BitMap.deserialize(saved["docs"])
+            docs = np.fromiter(doc_set, dtype=np.int64, count=len(doc_set))
+            rows = np.frombuffer(saved["rows"], dtype=np.float32).reshape(-1, space.dimensions)
+            space.add(docs, rows)
+        return index
+
+
+def _vectors_of(space: VectorSpace, records: list[dict[str, Any]], docs: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(docs, rows) of the records holding a vector that fits ``space``."""
+    found: list[int] = []
+    rows: list[list[float]] = []
+    for doc, record in zip(docs, records):
+        vectors = record.get(VECTORS_FIELD)
+        if not isinstance(vectors, dict):
+            continue
+        values = vectors.get(space.name)
+        if fits(values, space.dimensions, space.metric):
+            found.append(doc)
+            rows.append(values)
+    if not found:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, space.dimensions), dtype=np.float32)
+    return np.asarray(found, dtype=np.int64), np.asarray(rows, dtype=np.float32)
+
+
+def fits(values: Any, dimensions: int, metric: str) -> bool:
+    """Whether ``values`` is a vector valid in a space of ``dimensions`` and ``metric``."""
+    try:
+        check_vector(values, dimensions, metric, "")
+    except BadRequestError:
+        return False
+    return True
+
+
+def check_vector(values: Any, dimensions: int, metric: str, where: str) -> np.ndarray:
+    """``values`` as float32 if it is an array of ``dimensions`` finite numbers (not all zero for
+    cosine), else a 400 naming ``where``."""
+    if not isinstance(values, list):
+        raise BadRequestError(f"{where}: must be an array of {dimensions} numbers, got {type_name(values)}", field=where)
+    if len(values) != dimensions:
+        raise BadRequestError(f"{where}: must hold exactly {dimensions} numbers, got {len(values)}", field=where)
+    for position, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadRequestError(f"{where}[{position}]: must be a number, got {describe_value(value)}", field=where)
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except OverflowError:  # an integer beyond float range
+        raise BadRequestError(f"{where}: numbers must be finite", field=where) from None
+    if not np.isfinite(array).all():
+        position = int(np.argmin(np.isfinite(array)))
+        raise BadRequestError(f"{where}[{position}]: must be a finite number, got {describe_value(values[position])}",
+                              field=where)
+    rows = array.astype(np.float32)
+    if not np.isfinite(rows).all():
+        raise BadRequestError(f"{where}: numbers must fit in 32-bit floats", field=where)
+    if metric == "cosine" and not rows.any():
+        raise BadRequestError(f"{where}: a cosine vector must not be all zeros (its norm is 0)", field=where)
+    return rows
+
+
+def check_record_vectors(records: list[dict[str, Any]], specs: tuple[SpaceSpec, ...]) -> None:
+    """A 400 naming ``records[i]._vectors.NAME`` for the first record whose ``_vectors`` does not
+    fit the declared spaces; records without ``_vectors`` (or with ``null``) pass."""
+    spaces = {name: (dimensions, metric) for name, dimensions, metric in specs}
+    for position, record in enumerate(records):
+        vectors = record.get(VECTORS_FIELD)
+        if vectors is None:
+            continue
+        where = f"records[{position}].{VECTORS_FIELD}"
+        if not isinstance(vectors, dict):
+            raise BadRequestError(f"{where}: must be an object mapping vector space names to arrays of numbers, "
+                                  f"got {type_name(vectors)}", field=VECTORS_FIELD)
+        for name, values in vectors.items():
+            if name not in spaces:
+                declared = ", ".join(sorted(spaces)) or "none"
+                raise BadRequestError(f"{where}.{name}: no vector space '{name}' is declared in the collection's "
+                                      f"settings (declared: {declared})", field=VECTORS_FIELD)
+            if values is None:
+                continue
+            dimensions, metric = spaces[name]
+            check_vector(values, dimensions, metric, f"{where}.{name}")
+
+
+__all__ = ["METRICS", "VECTORS_FIELD", "VectorIndex", "VectorSpace", "check_record_vectors", "check_vector"]
