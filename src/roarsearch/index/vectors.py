@@ -91,7 +91,8 @@ class VectorSpace:
         if self.metric == "dot":
             return dots
         query_norm = math.sqrt(float(query64 @ query64))
-        return dots / (self.norms[docs] * query_norm)
+        # Rounding can take a vector's similarity with itself a hair past 1.
+        return np.clip(dots / (self.norms[docs] * query_norm), -1.0, 1.0)
 
     def nearest(self, candidates: AbstractBitMap, query: np.ndarray, k: int,
                 id_rank: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
