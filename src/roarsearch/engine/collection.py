@@ -508,7 +508,7 @@ class Collection:
         body: dict[str, Any],
         *,
         kept_words: int | None = None,
-        inspect: Callable[[SearchContext, Ranker, dict[str, Any]], None] | None = None,
+        inspect: Callable[[SearchContext, Ranker | FusedRanker, dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """Run ``request``. Hooks for ``roarsearch.cluster``: ``kept_words`` forces the number of
         query words kept (word dropping decided over all shards); ``inspect`` is called with the

@@ -15,10 +15,10 @@ from rapidfuzz import process
 
 from roarsearch.engine.request import SORT_KEY
 from roarsearch.errors import BadRequestError
-from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
 from roarsearch.index.index import Index
 from roarsearch.index.vectors import MAX_DIMENSIONS, METRICS
-from roarsearch.schema import check_strings, preview, type_name
+from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
+from roarsearch.schema import check_strings, describe_value, type_name
 
 SETTING_KEYS = ("searchFields", "customRanking", "stopWords", "synonyms", "typoMinWordSize",
                 "typoDisabledFields", "typoDisabledWords", "vectors")
@@ -132,12 +132,12 @@ def _vector_spaces(value: Any) -> dict[str, dict[str, Any]]:
         dimensions = space.get("dimensions")
         if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 1 <= dimensions <= MAX_DIMENSIONS:
             raise BadRequestError(f"{where}.dimensions: must be an integer between 1 and {MAX_DIMENSIONS}, "
-                                  f"got {preview(dimensions, 40)}", field="vectors")
+                                  f"got {describe_value(dimensions)}", field="vectors")
         metric = space.get("metric")
         if metric is None:
             metric = "cosine"
         if metric not in METRICS:
-            raise BadRequestError(f"{where}.metric: must be one of {', '.join(METRICS)}, got {preview(metric, 40)}",
+            raise BadRequestError(f"{where}.metric: must be one of {', '.join(METRICS)}, got {describe_value(metric)}",
                                   field="vectors")
         spaces[name] = {"dimensions": dimensions, "metric": metric}
     return spaces

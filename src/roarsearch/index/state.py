@@ -23,8 +23,8 @@ from roarsearch.index.docstore import RecordIds, id_sort_key
 from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
-from roarsearch.index.vectors import VectorIndex
 from roarsearch.index.postings import FieldPostings, PackedTokens, fixed_block_starts, pack_column, unpack_column
+from roarsearch.index.vectors import VectorIndex
 from roarsearch.schema import GEO_FIELD, check_geo_point
 
 INDEX_STATE_VERSION = 5

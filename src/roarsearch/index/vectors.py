@@ -28,6 +28,7 @@ from roarsearch.schema import describe_value, type_name
 VECTORS_FIELD = "_vectors"
 METRICS = ("cosine", "dot", "l2")
 MAX_DIMENSIONS = 4096
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: Rows scored per matrix product in exact search (a block of 768-dimension rows is 48 MiB gathered).
 EXACT_BLOCK_ROWS = 16_384
 #: Relative float32 rounding margin of the first pass: docs within it of the k-th score are
@@ -76,7 +77,8 @@ class VectorSpace:
         self.docs |= BitMap(docs.tolist())
 
     def row(self, doc: int) -> np.ndarray:
-        return self.matrix[doc]
+        row: np.ndarray = self.matrix[doc]
+        return row
 
     # ------------------------------------------------------------------ search
 
@@ -86,13 +88,15 @@ class VectorSpace:
         query64 = query.astype(np.float32).astype(np.float64)
         if self.metric == "l2":
             diff = rows - query64
-            return np.sqrt(np.einsum("ij,ij->i", diff, diff))
-        dots = rows @ query64
+            distances: np.ndarray = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+            return distances
+        dots: np.ndarray = rows @ query64
         if self.metric == "dot":
             return dots
         query_norm = math.sqrt(float(query64 @ query64))
         # Rounding can take a vector's similarity with itself a hair past 1.
-        return np.clip(dots / (self.norms[docs] * query_norm), -1.0, 1.0)
+        similarities: np.ndarray = np.clip(dots / (self.norms[docs] * query_norm), -1.0, 1.0)
+        return similarities
 
     def nearest(self, candidates: AbstractBitMap, query: np.ndarray, k: int,
                 id_rank: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -135,7 +139,8 @@ class VectorSpace:
         if all_docs.size <= k:
             return all_docs
         threshold = np.partition(all_scores, all_scores.size - k)[all_scores.size - k]
-        return all_docs[all_scores >= threshold - margin]
+        shortlist: np.ndarray = all_docs[all_scores >= threshold - margin]
+        return shortlist
 
     def _scale(self, block: np.ndarray, query_norm: float) -> float:
         """How large the first pass's scores of ``block`` can be (cosine scores are at most 1)."""
@@ -150,12 +155,15 @@ class VectorSpace:
         """float32 scores of ``block``, larger is nearer (l2: minus the squared distance)."""
         rows = self.matrix[block]
         dots = rows @ query32
-        if self.metric == "dot":
-            return dots.astype(np.float64)
         norms = self.norms[block]
-        if self.metric == "cosine":
-            return dots / (norms * query_norm)
-        return 2.0 * dots - norms * norms - query_norm * query_norm
+        approx: np.ndarray
+        if self.metric == "dot":
+            approx = dots.astype(np.float64)
+        elif self.metric == "cosine":
+            approx = dots / (norms * query_norm)
+        else:
+            approx = 2.0 * dots - norms * norms - query_norm * query_norm
+        return approx
 
 
 class VectorIndex:
@@ -240,7 +248,7 @@ def _vectors_of(space: VectorSpace, records: list[dict[str, Any]], docs: list[in
         if not isinstance(vectors, dict):
             continue
         values = vectors.get(space.name)
-        if fits(values, space.dimensions, space.metric):
+        if isinstance(values, list) and fits(values, space.dimensions, space.metric):
             found.append(doc)
             rows.append(values)
     if not found:
@@ -275,6 +283,8 @@ def check_vector(values: Any, dimensions: int, metric: str, where: str) -> np.nd
         position = int(np.argmin(np.isfinite(array)))
         raise BadRequestError(f"{where}[{position}]: must be a finite number, got {describe_value(values[position])}",
                               field=where)
+    if np.abs(array).max() > FLOAT32_MAX:
+        raise BadRequestError(f"{where}: numbers must fit in 32-bit floats", field=where)
     rows = array.astype(np.float32)
     if not np.isfinite(rows).all():
         raise BadRequestError(f"{where}: numbers must fit in 32-bit floats", field=where)

@@ -38,7 +38,7 @@ def parse_vector(value: Any) -> VectorQuery:
                               f"got {type_name(value)}", field="vector")
     unknown = [key for key in value if key not in VECTOR_KEYS]
     if unknown:
-        raise BadRequestError(f"vector.{preview(unknown[0], 40)}: unknown field (vector has {', '.join(VECTOR_KEYS)})",
+        raise BadRequestError(f"vector.{unknown[0] if isinstance(unknown[0], str) else preview(unknown[0], 40)}: unknown field (vector has {', '.join(VECTOR_KEYS)})",
                               field="vector")
     name = value.get("name")
     if not isinstance(name, str) or not name:

@@ -179,9 +179,9 @@ def shown_vectors(results: list[dict[str, Any]], request: SearchRequest, index: 
     spaces = index.vectors.spaces
     for shown in records:
         if by_id:
-            score = by_id.get((type(shown["id"]).__name__, shown["id"]))
-            if score is not None:
-                shown["_vectorScore"] = score
+            found = by_id.get((type(shown["id"]).__name__, shown["id"]))
+            if found is not None:
+                shown["_vectorScore"] = found
         vectors = shown.get(VECTORS_FIELD)
         if vectors is None and VECTORS_FIELD not in shown:
             continue
