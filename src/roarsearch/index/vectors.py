@@ -11,6 +11,18 @@ Exact search is a blocked float32 pass (one matrix product per block of rows, th
 block kept by ``argpartition``), then the shortlist — every doc within a rounding margin of the
 ``k``-th best — is scored again in float64 and ordered by score, ties by record id. So the answer
 is the true ``k`` nearest, independent of float32 rounding.
+
+Approximate search (a request without ``exact``) uses an HNSW graph from ``usearch`` (the
+``vectors`` extra) once a space holds :data:`ANN_MIN_VECTORS` vectors; without the library every
+search is exact. The graph keeps its own compact copy of the vectors (int8 for cosine, whose
+vectors it normalises; float16 otherwise), is extended by every add, and is saved in the snapshot
+and opened from it as a view of the mapped file (no rebuild). Retired docs stay in the graph and
+are filtered out like any doc outside the candidates. A filtered search is exact about the filter:
+the graph is asked for enough neighbours to leave ``k`` candidates after the filter (the wanted
+count divided by the share of docs passing it, times :data:`ANN_OVERSAMPLE`), its answers outside
+the candidates are dropped and the rest scored exactly from the float32 rows; when the candidates
+are few (:data:`EXACT_MAX_CANDIDATES`) or the graph would be asked for more than
+:data:`ANN_MAX_COUNT` neighbours, the exact search over the candidates is cheaper and is used.
 """
 
 from __future__ import annotations
@@ -22,6 +34,19 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.errors import BadRequestError
+
+
+
+def _graph_index() -> Any:
+    """usearch's ``Index`` class (the ``vectors`` extra), or None: then every search is exact."""
+    try:
+        from usearch.index import Index
+    except ImportError:  # pragma: no cover - exact search only
+        return None
+    return Index
+
+
+GraphIndex: Any = _graph_index()
 from roarsearch.schema import describe_value, type_name
 
 #: The field of a record that holds its vectors.
@@ -35,6 +60,19 @@ EXACT_BLOCK_ROWS = 16_384
 #: scored again in float64.
 ROUNDING_MARGIN = 1e-4
 
+#: A space builds its HNSW graph from this many vectors (below, exact search costs under ~2 ms).
+ANN_MIN_VECTORS = 20_000
+#: Candidate sets up to this size are searched exactly even when a graph exists.
+EXACT_MAX_CANDIDATES = 20_000
+#: Neighbours asked of the graph per wanted result, before dividing by the filter's share.
+ANN_OVERSAMPLE = 4
+#: Asking the graph for more neighbours than this costs more than exact search over the candidates.
+ANN_MAX_COUNT = 20_000
+#: HNSW parameters: edges per node, and the breadth of the build's and the search's walks.
+ANN_CONNECTIVITY = 16
+ANN_EXPANSION_ADD = 128
+ANN_EXPANSION_SEARCH = 128
+
 #: A space's declaration: (name, dimensions, metric).
 SpaceSpec = tuple[str, int, str]
 
@@ -42,7 +80,7 @@ SpaceSpec = tuple[str, int, str]
 class VectorSpace:
     """One named space: rows by doc id, the docs holding a vector, and (cosine) each row's norm."""
 
-    __slots__ = ("name", "dimensions", "metric", "matrix", "norms", "docs")
+    __slots__ = ("name", "dimensions", "metric", "matrix", "norms", "docs", "graph", "graph_docs", "graph_buffer")
 
     def __init__(self, name: str, dimensions: int, metric: str) -> None:
         self.name = name
@@ -52,6 +90,11 @@ class VectorSpace:
         #: Per doc, the Euclidean norm of its row (float64; cosine and l2 use it).
         self.norms = np.zeros(0, dtype=np.float64)
         self.docs = BitMap()
+        #: The HNSW graph (None: not built, or usearch is not installed) and the docs it holds.
+        self.graph: Any = None
+        self.graph_docs = BitMap()
+        #: The saved graph a loaded one is a view of (kept alive while viewed; None once copied).
+        self.graph_buffer: Any = None
 
     @property
     def spec(self) -> SpaceSpec:
@@ -67,14 +110,59 @@ class VectorSpace:
         norms[:self.norms.size] = self.norms
         self.matrix, self.norms = matrix, norms
 
-    def add(self, docs: np.ndarray, rows: np.ndarray) -> None:
-        """Set the vectors of ``docs`` (new docs: a write never changes an existing doc's row)."""
+    def add_rows(self, docs: np.ndarray, rows: np.ndarray) -> None:
+        """Set the rows of ``docs`` without touching the graph."""
         if not docs.size:
             return
         self._reserve(int(docs.max()) + 1)
         self.matrix[docs] = rows
         self.norms[docs] = np.sqrt(np.einsum("ij,ij->i", rows.astype(np.float64), rows.astype(np.float64)))
         self.docs |= BitMap(docs.tolist())
+
+    def add(self, docs: np.ndarray, rows: np.ndarray) -> None:
+        """Set the vectors of ``docs`` (new docs: a write never changes an existing doc's row)."""
+        if not docs.size:
+            return
+        self.add_rows(docs, rows)
+        if self.graph is not None:
+            self._graph_add(docs)
+        elif GraphIndex is not None and len(self.docs) >= ANN_MIN_VECTORS:
+            self.graph = self._new_graph()
+            self._graph_add(np.fromiter(self.docs, dtype=np.int64, count=len(self.docs)))
+
+    def _new_graph(self) -> Any:
+        assert GraphIndex is not None
+        metric = {"cosine": "cos", "dot": "ip", "l2": "l2sq"}[self.metric]
+        return GraphIndex(ndim=self.dimensions, metric=metric, dtype="i8" if self.metric == "cosine" else "f16",
+                          connectivity=ANN_CONNECTIVITY, expansion_add=ANN_EXPANSION_ADD,
+                          expansion_search=ANN_EXPANSION_SEARCH)
+
+    def _graph_add(self, docs: np.ndarray) -> None:
+        if self.graph_buffer is not None:  # a view of a snapshot: a private copy before it changes
+            assert GraphIndex is not None
+            self.graph = GraphIndex.restore(bytes(self.graph_buffer), view=False)
+            self.graph_buffer = None
+        rows = self.matrix[docs]
+        if self.metric == "cosine":
+            rows = rows / self.norms[docs].astype(np.float32)[:, None]
+        self.graph.add(docs.astype(np.uint64), rows, threads=0)
+        self.graph_docs |= BitMap(docs.tolist())
+
+    def graph_state(self) -> Any:
+        """The graph's saved bytes (None without a graph)."""
+        if self.graph is None:
+            return None
+        if self.graph_buffer is not None:
+            return self.graph_buffer
+        return self.graph.save()
+
+    def load_graph(self, buffer: Any, docs: BitMap) -> None:
+        """Open a saved graph as a view of ``buffer`` (a snapshot's mapping): no rebuild."""
+        if GraphIndex is None:
+            return  # exact search only; a later snapshot saves no graph
+        self.graph = GraphIndex.restore(buffer, view=True)
+        self.graph_buffer = buffer
+        self.graph_docs = docs
 
     def row(self, doc: int) -> np.ndarray:
         row: np.ndarray = self.matrix[doc]
@@ -99,20 +187,43 @@ class VectorSpace:
         return similarities
 
     def nearest(self, candidates: AbstractBitMap, query: np.ndarray, k: int,
-                id_rank: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+                id_rank: np.ndarray | None, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest of ``candidates`` holding a vector, nearest first (ties by record id):
-        (docs, scores). Exact."""
+        (docs, scores). Exact, or (``exact=False``) from the graph where it has one and it pays."""
         held = candidates & self.docs
-        docs = np.fromiter(held, dtype=np.int64, count=len(held))
-        if not docs.size:
-            return docs, np.zeros(0, dtype=np.float64)
-        shortlist = self._shortlist(docs, query, k)
+        shortlist = None if exact else self._graph_shortlist(held, query, k)
+        if shortlist is None:
+            docs = np.fromiter(held, dtype=np.int64, count=len(held))
+            if not docs.size:
+                return docs, np.zeros(0, dtype=np.float64)
+            shortlist = self._shortlist(docs, query, k)
         scores = self.exact_scores(shortlist, query)
         # Nearest first: highest similarity, or smallest distance.
         primary = scores if self.metric == "l2" else -scores
         tie = shortlist if id_rank is None else id_rank[shortlist]
         order = np.lexsort((tie, primary))[:k]
         return shortlist[order], scores[order]
+
+    def _graph_shortlist(self, held: AbstractBitMap, query: np.ndarray, k: int) -> np.ndarray | None:
+        """Docs of ``held`` the graph finds nearest (at least ``k``), or None where exact search is
+        the better (or the only) way: no graph, few candidates, a very selective filter, or the
+        graph's answers leaving fewer than ``k`` candidates."""
+        count = len(held)
+        if self.graph is None or count <= EXACT_MAX_CANDIDATES or len(held & self.graph_docs) < count:
+            return None
+        share = count / len(self.graph_docs)
+        wanted = int(math.ceil(k * ANN_OVERSAMPLE / share))
+        if wanted > ANN_MAX_COUNT:
+            return None
+        point = query.astype(np.float32)
+        if self.metric == "cosine":
+            point = point / np.float32(np.sqrt(point.astype(np.float64) @ point.astype(np.float64)))
+        found: np.ndarray = self.graph.search(point, wanted).keys.astype(np.int64)
+        keep = np.fromiter(map(held.__contains__, found.tolist()), dtype=bool, count=found.size)
+        found = found[keep]
+        if found.size < min(k, count):
+            return None
+        return found
 
     def _shortlist(self, docs: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
         """Docs that may be among the ``k`` nearest: the float32 pass's best, with every doc
@@ -224,6 +335,10 @@ class VectorIndex:
             spaces[name] = {"dimensions": space.dimensions, "metric": space.metric,
                             "docs": space.docs.serialize(),
                             "rows": memoryview(np.ascontiguousarray(space.matrix[docs]).data).cast("B")}
+            graph = space.graph_state()
+            if graph is not None:
+                spaces[name]["graph"] = graph
+                spaces[name]["graph_docs"] = space.graph_docs.serialize()
         return {"held": self.held.serialize(), "spaces": spaces}
 
     @classmethod
@@ -235,25 +350,45 @@ class VectorIndex:
             doc_set = BitMap.deserialize(saved["docs"])
             docs = np.fromiter(doc_set, dtype=np.int64, count=len(doc_set))
             rows = np.frombuffer(saved["rows"], dtype=np.float32).reshape(-1, space.dimensions)
-            space.add(docs, rows)
+            if "graph" in saved:  # opened from the snapshot, not built again
+                space.load_graph(saved["graph"], BitMap.deserialize(saved["graph_docs"]))
+            space.add_rows(docs, rows)
         return index
 
 
 def _vectors_of(space: VectorSpace, records: list[dict[str, Any]], docs: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(docs, rows) of the records holding a vector that fits ``space``."""
+    """(docs, rows) of the records holding a vector that fits ``space``: one conversion for the
+    batch; rows that do not fit (a log written under other settings) are left out."""
     found: list[int] = []
     rows: list[list[float]] = []
+    dimensions = space.dimensions
     for doc, record in zip(docs, records):
         vectors = record.get(VECTORS_FIELD)
         if not isinstance(vectors, dict):
             continue
         values = vectors.get(space.name)
-        if isinstance(values, list) and fits(values, space.dimensions, space.metric):
+        if isinstance(values, list) and len(values) == dimensions:
             found.append(doc)
             rows.append(values)
     if not found:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, space.dimensions), dtype=np.float32)
-    return np.asarray(found, dtype=np.int64), np.asarray(rows, dtype=np.float32)
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dimensions), dtype=np.float32)
+    try:
+        if any(set(map(type, values)) - _NUMBER_TYPES for values in rows):
+            raise ValueError("not numbers")
+        array = np.asarray(rows, dtype=np.float64)
+    except (ValueError, TypeError, OverflowError):
+        keep = [fits(values, dimensions, space.metric) for values in rows]
+        found = [doc for doc, kept in zip(found, keep) if kept]
+        array = np.asarray([values for values, kept in zip(rows, keep) if kept], dtype=np.float64).reshape(-1, dimensions)
+    with np.errstate(over="ignore", invalid="ignore"):
+        good = np.isfinite(array).all(axis=1) & (np.abs(array) <= FLOAT32_MAX).all(axis=1)
+        if space.metric == "cosine":
+            good &= array.any(axis=1)
+    doc_array = np.asarray(found, dtype=np.int64)
+    return doc_array[good], array[good].astype(np.float32)
+
+
+_NUMBER_TYPES = frozenset((int, float))
 
 
 def fits(values: Any, dimensions: int, metric: str) -> bool:
@@ -272,9 +407,10 @@ def check_vector(values: Any, dimensions: int, metric: str, where: str) -> np.nd
         raise BadRequestError(f"{where}: must be an array of {dimensions} numbers, got {type_name(values)}", field=where)
     if len(values) != dimensions:
         raise BadRequestError(f"{where}: must hold exactly {dimensions} numbers, got {len(values)}", field=where)
-    for position, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadRequestError(f"{where}[{position}]: must be a number, got {describe_value(value)}", field=where)
+    if set(map(type, values)) - _NUMBER_TYPES:  # one C-level pass; the loop only names the culprit
+        for position, value in enumerate(values):
+            if type(value) not in _NUMBER_TYPES:
+                raise BadRequestError(f"{where}[{position}]: must be a number, got {describe_value(value)}", field=where)
     try:
         array = np.asarray(values, dtype=np.float64)
     except OverflowError:  # an integer beyond float range

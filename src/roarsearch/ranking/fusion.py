@@ -49,7 +49,7 @@ def nearest_finder(index: Index, request: SearchRequest, vector: VectorQuery) ->
     id_rank = index.docs.id_rank()
 
     def nearest(candidates: AbstractBitMap) -> tuple[np.ndarray, np.ndarray]:
-        return space.nearest(candidates, query, vector.k, id_rank)
+        return space.nearest(candidates, query, vector.k, id_rank, exact=vector.exact)
 
     return nearest
 
