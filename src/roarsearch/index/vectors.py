@@ -34,7 +34,7 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.errors import BadRequestError
-
+from roarsearch.schema import describe_value, type_name
 
 
 def _graph_index() -> Any:
@@ -47,7 +47,6 @@ def _graph_index() -> Any:
 
 
 GraphIndex: Any = _graph_index()
-from roarsearch.schema import describe_value, type_name
 
 #: The field of a record that holds its vectors.
 VECTORS_FIELD = "_vectors"
