@@ -335,7 +335,8 @@ class VectorIndex:
             docs = np.fromiter(space.docs, dtype=np.uint32, count=len(space.docs))
             spaces[name] = {"dimensions": space.dimensions, "metric": space.metric,
                             "docs": space.docs.serialize(),
-                            "rows": memoryview(np.ascontiguousarray(space.matrix[docs]).data).cast("B")}
+                            "rows": (memoryview(np.ascontiguousarray(space.matrix[docs]).data).cast("B")
+                                     if docs.size else b"")}
             graph = space.graph_state()
             if graph is not None:
                 spaces[name]["graph"] = graph
