@@ -14,8 +14,8 @@ is the true ``k`` nearest, independent of float32 rounding.
 
 Approximate search (a request without ``exact``) uses an HNSW graph from ``usearch`` (the
 ``vectors`` extra) once a space holds :data:`ANN_MIN_VECTORS` vectors; without the library every
-search is exact. The graph keeps its own compact copy of the vectors (int8 for cosine, whose
-vectors it normalises; float16 otherwise), is extended by every add, and is saved in the snapshot
+search is exact. The graph keeps its own compact copy of the vectors (int8 unit vectors
+for cosine, and for the dot product lifted to one norm by an extra coordinate; float16 for l2), is extended by every add, and is saved in the snapshot
 and opened from it as a view of the mapped file (no rebuild). Retired docs stay in the graph and
 are filtered out like any doc outside the candidates. A filtered search is exact about the filter:
 the graph is asked for enough neighbours to leave ``k`` candidates after the filter (the wanted
@@ -79,7 +79,8 @@ SpaceSpec = tuple[str, int, str]
 class VectorSpace:
     """One named space: rows by doc id, the docs holding a vector, and (cosine) each row's norm."""
 
-    __slots__ = ("name", "dimensions", "metric", "matrix", "norms", "docs", "graph", "graph_docs", "graph_buffer")
+    __slots__ = ("name", "dimensions", "metric", "matrix", "norms", "docs", "graph", "graph_docs", "graph_buffer",
+                 "graph_cap")
 
     def __init__(self, name: str, dimensions: int, metric: str) -> None:
         self.name = name
@@ -94,6 +95,8 @@ class VectorSpace:
         self.graph_docs = BitMap()
         #: The saved graph a loaded one is a view of (kept alive while viewed; None once copied).
         self.graph_buffer: Any = None
+        #: Dot product only: the norm every vector is lifted to in the graph (see :meth:`_graph_rows`).
+        self.graph_cap = 0.0
 
     @property
     def spec(self) -> SpaceSpec:
@@ -123,28 +126,49 @@ class VectorSpace:
         if not docs.size:
             return
         self.add_rows(docs, rows)
+        if self.graph is not None and self.metric == "dot" and float(self.norms[docs].max()) > self.graph_cap:
+            self.graph = self.graph_buffer = None  # a vector beyond the lifted norm: built again
+            self.graph_docs = BitMap()
         if self.graph is not None:
             self._graph_add(docs)
         elif GraphIndex is not None and len(self.docs) >= ANN_MIN_VECTORS:
+            held = np.fromiter(self.docs, dtype=np.int64, count=len(self.docs))
+            self.graph_cap = 1.25 * float(self.norms[held].max()) + 1e-12
             self.graph = self._new_graph()
-            self._graph_add(np.fromiter(self.docs, dtype=np.int64, count=len(self.docs)))
+            self._graph_add(held)
 
     def _new_graph(self) -> Any:
         assert GraphIndex is not None
-        metric = {"cosine": "cos", "dot": "ip", "l2": "l2sq"}[self.metric]
-        return GraphIndex(ndim=self.dimensions, metric=metric, dtype="i8" if self.metric == "cosine" else "f16",
-                          connectivity=ANN_CONNECTIVITY, expansion_add=ANN_EXPANSION_ADD,
-                          expansion_search=ANN_EXPANSION_SEARCH)
+        lifted = self.metric == "dot"
+        return GraphIndex(ndim=self.dimensions + (1 if lifted else 0), metric="l2sq" if self.metric == "l2" else "cos",
+                          dtype="f16" if self.metric == "l2" else "i8", connectivity=ANN_CONNECTIVITY,
+                          expansion_add=ANN_EXPANSION_ADD, expansion_search=ANN_EXPANSION_SEARCH)
+
+    def _graph_rows(self, docs: np.ndarray) -> np.ndarray:
+        """The rows the graph holds: unit vectors for cosine; for the dot product each row lifted by
+        one more coordinate to the norm :attr:`graph_cap` (``sqrt(cap² - |x|²)``), so that the
+        nearest by angle to the query (lifted by 0) are the largest dot products — a graph walks
+        angles and distances far more surely than inner products."""
+        rows: np.ndarray = self.matrix[docs]
+        if self.metric == "cosine":
+            rows = rows / self.norms[docs].astype(np.float32)[:, None]
+        elif self.metric == "dot":
+            lift = np.sqrt(np.maximum(self.graph_cap ** 2 - self.norms[docs] ** 2, 0.0)).astype(np.float32)
+            rows = np.hstack([rows, lift[:, None]])
+        return rows
+
+    def _graph_query(self, query: np.ndarray) -> np.ndarray:
+        point = query.astype(np.float32)
+        if self.metric == "dot":
+            return np.append(point, np.float32(0.0))
+        return point
 
     def _graph_add(self, docs: np.ndarray) -> None:
         if self.graph_buffer is not None:  # a view of a snapshot: a private copy before it changes
             assert GraphIndex is not None
             self.graph = GraphIndex.restore(bytes(self.graph_buffer), view=False)
             self.graph_buffer = None
-        rows = self.matrix[docs]
-        if self.metric == "cosine":
-            rows = rows / self.norms[docs].astype(np.float32)[:, None]
-        self.graph.add(docs.astype(np.uint64), rows, threads=0)
+        self.graph.add(docs.astype(np.uint64), self._graph_rows(docs), threads=0)
         self.graph_docs |= BitMap(docs.tolist())
 
     def graph_state(self) -> Any:
@@ -155,10 +179,11 @@ class VectorSpace:
             return self.graph_buffer
         return self.graph.save()
 
-    def load_graph(self, buffer: Any, docs: BitMap) -> None:
+    def load_graph(self, buffer: Any, docs: BitMap, cap: float) -> None:
         """Open a saved graph as a view of ``buffer`` (a snapshot's mapping): no rebuild."""
         if GraphIndex is None:
             return  # exact search only; a later snapshot saves no graph
+        self.graph_cap = cap
         self.graph = GraphIndex.restore(buffer, view=True)
         self.graph_buffer = buffer
         self.graph_docs = docs
@@ -214,10 +239,7 @@ class VectorSpace:
         wanted = int(math.ceil(k * ANN_OVERSAMPLE / share))
         if wanted > ANN_MAX_COUNT:
             return None
-        point = query.astype(np.float32)
-        if self.metric == "cosine":
-            point = point / np.float32(np.sqrt(point.astype(np.float64) @ point.astype(np.float64)))
-        found: np.ndarray = self.graph.search(point, wanted).keys.astype(np.int64)
+        found: np.ndarray = self.graph.search(self._graph_query(query), wanted).keys.astype(np.int64)
         keep = np.fromiter(map(held.__contains__, found.tolist()), dtype=bool, count=found.size)
         found = found[keep]
         if found.size < min(k, count):
@@ -341,6 +363,7 @@ class VectorIndex:
             if graph is not None:
                 spaces[name]["graph"] = graph
                 spaces[name]["graph_docs"] = space.graph_docs.serialize()
+                spaces[name]["graph_cap"] = space.graph_cap
         return {"held": self.held.serialize(), "spaces": spaces}
 
     @classmethod
@@ -353,7 +376,7 @@ class VectorIndex:
             docs = np.fromiter(doc_set, dtype=np.int64, count=len(doc_set))
             rows = np.frombuffer(saved["rows"], dtype=np.float32).reshape(-1, space.dimensions)
             if "graph" in saved:  # opened from the snapshot, not built again
-                space.load_graph(saved["graph"], BitMap.deserialize(saved["graph_docs"]))
+                space.load_graph(saved["graph"], BitMap.deserialize(saved["graph_docs"]), float(saved.get("graph_cap", 0.0)))
             space.add_rows(docs, rows)
         return index
 
