@@ -17,7 +17,7 @@ saved collection, and the hybrid figure: words + vector + a filter + two text fa
 keyword search and the vector search alone.
 
     python -m benchmarks.vectors [--records 100000] [--dims 192] [--corpora packages,movies]
-                                 [--engines roarsearch,usearch,numpy,lancedb,typesense] [--queries 200]
+                                 [--engines roarsearch,usearch,numpy,lancedb,typesense] [--queries 200] [--tag T]
 
 Results go to ``benchmarks/results/vectors-<corpus>-<records>.json`` and are printed as a table.
 """
@@ -413,6 +413,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--corpora", default="packages,movies")
     parser.add_argument("--engines", default="roarsearch,usearch,numpy,lancedb,typesense")
+    parser.add_argument("--tag", default="", help="appended to the results file's name")
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
     for corpus in args.corpora.split(","):
@@ -420,7 +421,7 @@ def main() -> None:
         out = run_corpus(corpus, args)
         out["command"] = (f"python -m benchmarks.vectors --records {args.records} --dims {args.dims} "
                           f"--corpora {corpus} --engines {args.engines} --queries {args.queries}")
-        path = RESULTS / f"vectors-{corpus}-{out['records']}.json"
+        path = RESULTS / f"vectors-{corpus}-{out['records']}{'-' + args.tag if args.tag else ''}.json"
         path.write_text(json.dumps(out, indent=1) + "\n")
         print(report(out), flush=True)
         print(f"written {path.relative_to(RESULTS.parent.parent)}", flush=True)

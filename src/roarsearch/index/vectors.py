@@ -28,6 +28,7 @@ are few (:data:`EXACT_MAX_CANDIDATES`) or the graph would be asked for more than
 from __future__ import annotations
 
 import math
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -473,8 +474,10 @@ def check_vector(values: Any, dimensions: int, metric: str, where: str) -> np.nd
 
 def check_record_vectors(records: list[dict[str, Any]], specs: tuple[SpaceSpec, ...]) -> None:
     """A 400 naming ``records[i]._vectors.NAME`` for the first record whose ``_vectors`` does not
-    fit the declared spaces; records without ``_vectors`` (or with ``null``) pass."""
+    fit the declared spaces; records without ``_vectors`` (or with ``null``) pass. A batch's vectors
+    of one space are checked together (one conversion); a failure is then located one by one."""
     spaces = {name: (dimensions, metric) for name, dimensions, metric in specs}
+    by_space: dict[str, list[list[Any]]] = {name: [] for name in spaces}
     for position, record in enumerate(records):
         vectors = record.get(VECTORS_FIELD)
         if vectors is None:
@@ -490,8 +493,29 @@ def check_record_vectors(records: list[dict[str, Any]], specs: tuple[SpaceSpec, 
                                       f"settings (declared: {declared})", field=VECTORS_FIELD)
             if values is None:
                 continue
-            dimensions, metric = spaces[name]
-            check_vector(values, dimensions, metric, f"{where}.{name}")
+            if not isinstance(values, list) or len(values) != spaces[name][0]:
+                check_vector(values, spaces[name][0], spaces[name][1], f"{where}.{name}")
+            by_space[name].append(values)
+    for name, lists in by_space.items():
+        if lists and not _all_fit(lists, *spaces[name]):
+            for position, record in enumerate(records):  # the first that does not fit, named
+                values = (record.get(VECTORS_FIELD) or {}).get(name)
+                if values is not None:
+                    check_vector(values, *spaces[name], f"records[{position}].{VECTORS_FIELD}.{name}")
+
+
+def _all_fit(lists: list[list[Any]], dimensions: int, metric: str) -> bool:
+    """Whether every one of ``lists`` (each ``dimensions`` long) is a valid vector of the space."""
+    if set(map(type, chain.from_iterable(lists))) - _NUMBER_TYPES:
+        return False
+    try:
+        array = np.asarray(lists, dtype=np.float64)
+    except (OverflowError, ValueError):
+        return False
+    with np.errstate(invalid="ignore"):
+        if not (np.isfinite(array).all() and np.abs(array).max() <= FLOAT32_MAX):
+            return False
+    return metric != "cosine" or bool(array.any(axis=1).all())
 
 
 __all__ = ["METRICS", "VECTORS_FIELD", "VectorIndex", "VectorSpace", "check_record_vectors", "check_vector"]
