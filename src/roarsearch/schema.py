@@ -132,6 +132,25 @@ def check_strings(value: Any, where: str) -> None:
             stack.extend(reversed(children))
 
 
+_NUMBER_KINDS = frozenset((int, float))
+
+
+def _plain_numbers(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether ``values`` holds only finite floats and signed 64-bit integers (False also when it
+    cannot tell: the element walk then names the problem)."""
+    kinds = set(map(type, values))
+    if not kinds <= _NUMBER_KINDS:
+        return False
+    if int in kinds:
+        integers = [value for value in values if type(value) is int] if float in kinds else values
+        if not INT64_MIN <= min(integers) <= max(integers) <= INT64_MAX:
+            return False
+    if float in kinds:
+        floats = [value for value in values if type(value) is float] if int in kinds else values
+        return bool(np.isfinite(np.asarray(floats, dtype=np.float64)).all())
+    return True
+
+
 def _check_value(value: Any, where: str, depth: int) -> None:
     if depth > MAX_DEPTH:
         raise BadRequestError(f"{where}: nested deeper than {MAX_DEPTH} levels", field=where)
@@ -147,6 +166,8 @@ def _check_value(value: Any, where: str, depth: int) -> None:
         return
     if isinstance(value, (list, tuple)):
         if all(type(element) is str for element in value):  # the common array: nothing to check
+            return
+        if len(value) >= 16 and _plain_numbers(value):  # an embedding: a few C-level passes, not one call a number
             return
         for position, element in enumerate(value):
             _check_value(element, f"{where}[{position}]", depth + 1)

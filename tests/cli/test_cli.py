@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from roarsearch import Engine
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -141,3 +143,23 @@ def test_entry_points_and_usage(tmp_path: Path) -> None:
     assert script.returncode == 0 and script.stdout == run("--help").stdout
     demo = run("demo", "--help")
     assert demo.returncode == 0 and "demo" in demo.stdout
+
+
+def test_import_reads_vectors_from_json_lines(tmp_path: Path) -> None:
+    source = tmp_path / "docs.jsonl"
+    source.write_text("\n".join(json.dumps({"id": i, "title": f"doc {i}", "_vectors": {"text": [1.0, float(i)]}})
+                                for i in range(12)) + "\n")
+    data = tmp_path / "data"
+    with Engine(data) as engine:
+        engine.update_settings("docs", {"vectors": {"text": {"dimensions": 2, "metric": "l2"}}})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    command = [sys.executable, "-m", "roarsearch", "import", "docs", str(source), "--data", str(data), "--batch-size", "5"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    with Engine(data) as engine:
+        found = engine.search({"collection": "docs", "vector": {"name": "text", "values": [1, 7.2], "k": 2}})
+        assert [shown["id"] for shown in found["results"]] == [7, 8]
+        assert engine.check()["ok"]
+    source.write_text(json.dumps({"id": 99, "_vectors": {"text": [1.0]}}) + "\n")
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert result.returncode == 1 and "_vectors.text: must hold exactly 2 numbers, got 1" in result.stderr

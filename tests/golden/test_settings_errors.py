@@ -18,7 +18,7 @@ from roarsearch import BadRequestError, Engine, NotFoundError
 SETTINGS_ERRORS: list[tuple[Any, str]] = [
     ([], "settings: must be a JSON object, got array"),
     ({"synonym": {}}, "synonym: unknown setting; did you mean 'synonyms'? (settings are searchFields, customRanking, "
-                      "stopWords, synonyms, typoMinWordSize, typoDisabledFields, typoDisabledWords, searchPage)"),
+                      "stopWords, synonyms, typoMinWordSize, typoDisabledFields, typoDisabledWords, searchPage, vectors)"),
     ({"stopWords": "the"}, "stopWords: must be an array of strings, got string"),
     ({"stopWords": ["the", 3]}, "stopWords[1]: must be a non-empty string, got number"),
     ({"searchFields": [""]}, "searchFields[0]: must be a non-empty string, got string"),
@@ -67,7 +67,7 @@ def test_a_refused_update_creates_no_collection() -> None:
 def test_defaults_replace_whole_and_null_resets() -> None:
     engine = Engine()
     defaults = {"searchFields": ["*"], "customRanking": [], "stopWords": [], "synonyms": {},
-                "typoMinWordSize": {"oneTypo": 4, "twoTypos": 8}, "typoDisabledFields": [], "typoDisabledWords": [], "searchPage": {}}
+                "typoMinWordSize": {"oneTypo": 4, "twoTypos": 8}, "typoDisabledFields": [], "typoDisabledWords": [], "searchPage": {}, "vectors": {}}
     assert engine.update_settings("c", {}) == defaults  # creates the collection, changes nothing
     assert engine.collections() == [{"collection": "c", "records": 0}]
     engine.update_settings("c", {"synonyms": {"tv": ["television"], "nyc": ["new york"]}, "stopWords": ["the"]})

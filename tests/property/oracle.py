@@ -290,3 +290,55 @@ def _with_rank(item: tuple[Any, ...], sort: list[str]) -> tuple[Any, ...]:
             # "-_rank" (best first) is ascending cost; "_rank" is descending cost.
             keys[position] = costs if descending else Reverse(costs)
     return (*keys, costs, custom, record_key)
+
+
+# ---------------------------------------------------------------- vectors (contract §11)
+
+RRF_K = 60
+
+
+def vector_score(values: list[float], query: list[float], metric: str) -> float:
+    """A record's ``_vectorScore``: cosine similarity, dot product or Euclidean distance, in float64
+    over the float32 values the engine stores (small integers in the tests: exact)."""
+    import math
+
+    import numpy as np
+
+    row = [float(np.float32(value)) for value in values]
+    point = [float(np.float32(value)) for value in query]
+    if metric == "l2":
+        return math.sqrt(sum((a - b) ** 2 for a, b in zip(row, point)))
+    dot = sum(a * b for a, b in zip(row, point))
+    if metric == "dot":
+        return dot
+    cosine = dot / (math.sqrt(sum(a * a for a in row)) * math.sqrt(sum(b * b for b in point)))
+    return min(1.0, max(-1.0, cosine))
+
+
+def nearest(records: list[dict[str, Any]], name: str, query: list[float], metric: str,
+            k: int) -> list[tuple[Any, float]]:
+    """The ``k`` records of ``records`` nearest ``query`` in space ``name``: (id, score), nearest
+    first, ties by record id."""
+    scored = [(record["id"], vector_score(record["_vectors"][name], query, metric)) for record in records
+              if isinstance(record.get("_vectors"), dict) and record["_vectors"].get(name) is not None]
+    scored.sort(key=lambda item: ((item[1] if metric == "l2" else -item[1]), id_key(item[0])))
+    return scored[:k]
+
+
+def fused(keyword: list[Any], vector: list[Any], ratio: float) -> list[tuple[Any, float]]:
+    """Reciprocal rank fusion of two ordered id lists: (id, score), best first; ties by keyword
+    order, then vector order, then id."""
+    keyword_at = {record_id: position for position, record_id in enumerate(keyword, 1)}
+    vector_at = {record_id: position for position, record_id in enumerate(vector, 1)}
+    absent = float("inf")
+    scored = []
+    for record_id in set(keyword) | set(vector):
+        score = 0.0
+        if record_id in keyword_at:
+            score += (1.0 - ratio) / (RRF_K + keyword_at[record_id])
+        if record_id in vector_at:
+            score += ratio / (RRF_K + vector_at[record_id])
+        scored.append((record_id, score))
+    scored.sort(key=lambda item: (-item[1], keyword_at.get(item[0], absent), vector_at.get(item[0], absent),
+                                  id_key(item[0])))
+    return scored

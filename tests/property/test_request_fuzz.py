@@ -23,7 +23,7 @@ from roarsearch.engine.request import DEFAULTS
 
 RECORDS: list[dict[str, Any]] = [
     {"id": 1, "title": "Ada Lovelace", "tags": ["math", "poet"], "n": 3, "price": 9.5, "ok": True,
-     "address": {"city": "London", "zip": "N1"}},
+     "address": {"city": "London", "zip": "N1"}, "_vectors": {"v": [1, 0, 2]}},
     {"id": "b", "title": "Alan Turing", "tags": "solo", "n": -2, "price": None, "ok": False},
     {"id": 3, "title": ["two", "titles"], "n": [1, 2, 3], "address": [{"city": "Paris"}, {"city": "Lyon"}]},
     {"id": 4, "title": "Grace Hopper", "n": 10**18, "price": 1e300, "tags": []},
@@ -82,6 +82,11 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "textFacetQuery": st.fixed_dictionaries({}, optional={"query": st.text(max_size=5) | scalars,
                                                           "count": st.integers(-1, 3) | scalars}),
     "geo": st.none() | json_values,
+    "vector": st.none() | json_values | st.fixed_dictionaries(
+        {"name": st.sampled_from(["v", "w", ""]) | scalars,
+         "values": st.lists(st.integers(-3, 3) | scalars, max_size=4) | scalars},
+        optional={"k": st.integers(-1, 3) | st.sampled_from([10_000, 10_001]) | scalars, "exact": scalars}),
+    "semanticRatio": st.floats(-0.5, 1.5) | scalars,
 }
 assert set(PLAUSIBLE) == set(DEFAULTS)
 
@@ -104,6 +109,7 @@ def request_bodies(draw: st.DrawFn) -> Any:
 
 def new_engine() -> Engine:
     engine = Engine()
+    engine.update_settings("c", {"vectors": {"v": {"dimensions": 3}}})
     engine.add_records("c", RECORDS)
     return engine
 

@@ -496,6 +496,9 @@ class ShardedEngine:
         """Scatter ``request`` to every shard and merge: the single engine's response (contract §10)."""
         started = time.perf_counter()
         parsed = parse_search_request(request)
+        if parsed.vector is not None:
+            raise BadRequestError("vector: a sharded collection does not take vector searches yet; "
+                                  "use an Engine for vector and hybrid search", field="vector")
         with self._rw.reading():
             parsed = self._with_settings(parsed, request)
             fields = self._coordinator.text_fields.get(parsed.collection, [])

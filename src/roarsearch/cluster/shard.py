@@ -49,6 +49,7 @@ from roarsearch.query.fields import held_fields
 from roarsearch.query.geo import GEO_DISTANCE_FIELD
 from roarsearch.query.plan import allowed_typos
 from roarsearch.query.request import SearchRequest, SortKey
+from roarsearch.ranking.fusion import FusedRanker
 from roarsearch.ranking.ranker import Ranker
 
 PREPARED_DIR = "twophase"
@@ -256,7 +257,7 @@ class ShardActor:
             target = Collection(request.collection)
         extra: dict[str, Any] = {}
 
-        def inspect(context: SearchContext, ranker: Ranker, response: dict[str, Any]) -> None:
+        def inspect(context: SearchContext, ranker: Ranker | FusedRanker, response: dict[str, Any]) -> None:
             index = context.index
             extra["kept"] = len(context.words)
             extra["held"] = sorted(held_fields(index))  # warnings are decided over all shards

@@ -42,6 +42,7 @@ from roarsearch.query.context import SearchContext, filter_docs, prepare_search
 from roarsearch.query.fields import field_warnings, held_fields
 from roarsearch.query.request import SearchRequest
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
+from roarsearch.ranking.fusion import FusedRanker, VectorSearch, shown_vectors
 from roarsearch.ranking.highlight import Highlighter
 from roarsearch.ranking.ranker import Ranker
 from roarsearch.schema import ValidatedBatch, first_leaf, project
@@ -164,6 +165,7 @@ class Collection:
         self.index = index if index is not None else Index()
         #: Replaced whole by a settings batch: a search reads it once and keeps that value.
         self.settings = settings
+        self._configure_vectors()
         #: Set when the collection is dropped: later writes through an old reference are refused.
         self.dropped = False
         #: Set by ``Engine.close`` (under ``write_mutex``): the data directory is released, and a
@@ -218,8 +220,15 @@ class Collection:
             return self.index.delete_docs(self.index.alive)
         if operation == "settings":
             self.settings = settings_from_dict(payload["settings"])
+            self._configure_vectors()
             return None
         raise ValueError(f"unknown batch operation {operation!r}")
+
+    def _configure_vectors(self) -> None:
+        """Make the index's vector spaces those the settings declare (a snapshot's are already)."""
+        if self.settings.vectors != self.index.vectors.specs():
+            self.index.vectors.configure(self.settings.vectors, self.index.alive, self.index.docs.record)
+            self.index.advance_generation()
 
     def settle_when_idle(self) -> None:
         """Merge each field's postings into one chunk once no batch has been applied for
@@ -499,7 +508,7 @@ class Collection:
         body: dict[str, Any],
         *,
         kept_words: int | None = None,
-        inspect: Callable[[SearchContext, Ranker, dict[str, Any]], None] | None = None,
+        inspect: Callable[[SearchContext, Ranker | FusedRanker, dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """Run ``request``. Hooks for ``roarsearch.cluster``: ``kept_words`` forces the number of
         query words kept (word dropping decided over all shards); ``inspect`` is called with the
@@ -510,12 +519,22 @@ class Collection:
         highlighting = bool(request.highlight_fields)
         request = self._held_paths_only(request)
         context = prepare_search(self.index, request, settings, kept_words)
-        ranker = Ranker(context)
+        ranker: Ranker | FusedRanker
+        vector_search: VectorSearch | None = None
+        if request.vector is not None:
+            vector_search = VectorSearch(context)
+            context.candidates = vector_search.matches
+            context.widen = vector_search.widen
+            ranker = vector_search.ranker
+        else:
+            ranker = Ranker(context)
         highlighter = Highlighter(self.index.lexicon, context.words) if highlighting else None
         if request.group_by is not None:
             results = self._groups(context, ranker, highlighter)
         else:
             results = self._results(ranker.page(context.candidates, request.skip, request.count), request, highlighter)
+        if vector_search is not None or self.index.vectors.held:
+            shown_vectors(results, request, self.index, vector_search.scores if vector_search is not None else None)
         response = {
             "query": body,
             "results": results,
@@ -540,7 +559,7 @@ class Collection:
         return search_facet_values(self.index.field_columns(facet), context.without_facet_filter(facet),
                                    request.facet_query or "", request.facet_query_count, request.typo_tolerance)
 
-    def _groups(self, context: SearchContext, ranker: Ranker, highlighter: Highlighter | None) -> list[dict[str, Any]]:
+    def _groups(self, context: SearchContext, ranker: Ranker | FusedRanker, highlighter: Highlighter | None) -> list[dict[str, Any]]:
         request = context.request
         assert request.group_by is not None
         group_count = request.count if request.group_count == -1 else request.group_count

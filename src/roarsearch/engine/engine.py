@@ -25,12 +25,13 @@ from pyroaring import BitMap
 
 from roarsearch.engine.collection import ENGINE_CLOSED, Collection
 from roarsearch.engine.request import check_collection_id, parse_search_request
-from roarsearch.engine.settings import updated_settings
+from roarsearch.engine.settings import check_space_changes, updated_settings
 from roarsearch.errors import BadRequestError, NotFoundError, SearchError, ServiceUnavailableError
 from roarsearch.index.bitmaps import array_from_bitmap
 from roarsearch.index.docstore import id_sort_key
 from roarsearch.index.integrity import compare_indexes, rebuild_index
 from roarsearch.index.state import index_from_state
+from roarsearch.index.vectors import check_record_vectors
 from roarsearch.memory import unmap_unused, unmap_unused_soon
 from roarsearch.query.context import filter_docs
 from roarsearch.query.filter_parser import parse_filter
@@ -254,6 +255,7 @@ class Engine:
         target = self._collection(collection, create=True)
         with target.write_mutex:  # read-modify-write of the settings, serialised with other writes
             new = updated_settings(target.settings, settings)
+            check_space_changes(target.settings.vectors, new.vectors, target.index)
             target._write_locked({"op": "settings", "settings": new.to_dict()})
         return new.to_dict()
 
@@ -344,6 +346,7 @@ class Engine:
         check_collection_id(collection, "collectionId")
         batch, packed, _ = validate_and_pack_records(records)
         target = self._collection(collection, create=True)
+        check_record_vectors(batch, target.settings.vectors)
         target.write({"op": "add", "records": batch}, packed)
         return {"status": 201}
 
@@ -363,7 +366,10 @@ class Engine:
         def validated() -> Iterator[ValidatedBatch]:
             for number, records in enumerate(batches):
                 try:  # read field by field: the columns validated are those the index collects
-                    yield validate_and_pack_records(records, columns=True)
+                    validated_batch = validate_and_pack_records(records, columns=True)
+                    existing = self._collections.get(collection)
+                    check_record_vectors(validated_batch[0], existing.settings.vectors if existing is not None else ())
+                    yield validated_batch
                 except BadRequestError as error:
                     raise BadRequestError(f"batches[{number}].{error.data} (batches before it were added)",
                                           field=error.field) from None

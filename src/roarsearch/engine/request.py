@@ -22,6 +22,7 @@ from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.geo import check_distance_uses, parse_geo
 from roarsearch.query.intervals import Interval, parse_interval_cached
 from roarsearch.query.request import SearchRequest, SortKey
+from roarsearch.query.vector import DEFAULT_SEMANTIC_RATIO, parse_semantic_ratio, parse_vector
 from roarsearch.schema import check_strings, integer_text, preview, type_name
 
 COLLECTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -69,6 +70,8 @@ DEFAULTS: dict[str, Any] = {
     "highlightFields": [],
     "textFacetQuery": None,
     "geo": None,
+    "vector": None,
+    "semanticRatio": DEFAULT_SEMANTIC_RATIO,
 }
 
 
@@ -362,6 +365,8 @@ def parse_search_request(body: Any, *, facet_search: bool = False) -> SearchRequ
         facet_query,  # facet_query
         facet_query_count,  # facet_query_count
         geo,  # geo
+        parse_vector(given["vector"]) if "vector" in given else None,  # vector
+        parse_semantic_ratio(given["semanticRatio"]) if "semanticRatio" in given else DEFAULT_SEMANTIC_RATIO,  # semantic_ratio
     )
     if request.group_by is not None:
         groups = request.count if request.group_count == -1 else request.group_count

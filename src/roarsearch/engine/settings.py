@@ -7,6 +7,7 @@ or a wrong type is a 400 naming it and nothing changes. Returns the whole new :c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -14,12 +15,14 @@ from rapidfuzz import process
 
 from roarsearch.engine.request import SORT_KEY
 from roarsearch.errors import BadRequestError
+from roarsearch.index.index import Index
+from roarsearch.index.vectors import MAX_DIMENSIONS, METRICS
 from roarsearch.query.intervals import parse_interval
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
-from roarsearch.schema import check_strings, type_name
+from roarsearch.schema import check_strings, describe_value, type_name
 
 SETTING_KEYS = ("searchFields", "customRanking", "stopWords", "synonyms", "typoMinWordSize",
-                "typoDisabledFields", "typoDisabledWords", "searchPage")
+                "typoDisabledFields", "typoDisabledWords", "searchPage", "vectors")
 #: Bounds, so that no settings update can hold the engine.
 MAX_ENTRIES = 1000
 MAX_STRING_BYTES = 512
@@ -181,6 +184,46 @@ def _page_part(where: str, kind: str, item: Any) -> None:
                 _string(f"{where}[{position}].label", entry["label"], name)
 
 
+#: A vector space name: like a field name segment (it appears in ``_vectors.NAME``).
+VECTOR_SPACE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: Most vector spaces per collection.
+MAX_VECTOR_SPACES = 16
+
+
+def _vector_spaces(value: Any) -> dict[str, dict[str, Any]]:
+    """``{"name": {"dimensions": 384, "metric": "cosine"}}`` (contract §11), metric defaulting to cosine."""
+    if not isinstance(value, dict):
+        raise BadRequestError('vectors: must be an object like {"text": {"dimensions": 384, "metric": "cosine"}}, '
+                              f"got {type_name(value)}", field="vectors")
+    if len(value) > MAX_VECTOR_SPACES:
+        raise BadRequestError(f"vectors: at most {MAX_VECTOR_SPACES} vector spaces, got {len(value)}", field="vectors")
+    spaces: dict[str, dict[str, Any]] = {}
+    for name, space in value.items():
+        if not VECTOR_SPACE_NAME.fullmatch(name):
+            raise BadRequestError(f"vectors.{name}: a vector space name is 1 to 64 letters, digits, '_' or '-'",
+                                  field="vectors")
+        where = f"vectors.{name}"
+        if not isinstance(space, dict):
+            raise BadRequestError(f'{where}: must be an object like {{"dimensions": 384, "metric": "cosine"}}, '
+                                  f"got {type_name(space)}", field="vectors")
+        unknown = [key for key in space if key not in ("dimensions", "metric")]
+        if unknown:
+            raise BadRequestError(f"{where}.{unknown[0]}: unknown key (a vector space has dimensions and metric)",
+                                  field="vectors")
+        dimensions = space.get("dimensions")
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 1 <= dimensions <= MAX_DIMENSIONS:
+            raise BadRequestError(f"{where}.dimensions: must be an integer between 1 and {MAX_DIMENSIONS}, "
+                                  f"got {describe_value(dimensions)}", field="vectors")
+        metric = space.get("metric")
+        if metric is None:
+            metric = "cosine"
+        if metric not in METRICS:
+            raise BadRequestError(f"{where}.metric: must be one of {', '.join(METRICS)}, got {describe_value(metric)}",
+                                  field="vectors")
+        spaces[name] = {"dimensions": dimensions, "metric": metric}
+    return spaces
+
+
 _CHECKS: dict[str, Callable[[Any], Any]] = {
     "searchFields": lambda value: _strings("searchFields", value) or ["*"],
     "customRanking": _custom_ranking,
@@ -190,6 +233,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "typoDisabledFields": lambda value: _strings("typoDisabledFields", value),
     "typoDisabledWords": lambda value: _strings("typoDisabledWords", value),
     "searchPage": _search_page,
+    "vectors": _vector_spaces,
 }
 
 
@@ -213,4 +257,18 @@ def updated_settings(current: Settings, update: Any) -> Settings:
     return settings_from_dict(merged)
 
 
-__all__ = ["SETTING_KEYS", "updated_settings"]
+def check_space_changes(old: tuple[tuple[str, int, str], ...], new: tuple[tuple[str, int, str], ...],
+                        index: Index) -> None:
+    """A 400 when ``new`` changes the dimensions or metric of a space whose vectors some live record
+    holds (removing the space is allowed: it drops them)."""
+    declared = {name: (dimensions, metric) for name, dimensions, metric in new}
+    for name, dimensions, metric in old:
+        changed = declared.get(name)
+        if changed is not None and changed != (dimensions, metric) and index.vectors.holds_vectors(name, index.alive):
+            raise BadRequestError(
+                f"vectors.{name}: records hold vectors of {dimensions} dimensions ({metric}); its dimensions and "
+                f"metric cannot change while they do (remove the space with null, which drops its vectors, "
+                f"or declare a new one)", field="vectors")
+
+
+__all__ = ["SETTING_KEYS", "check_space_changes", "updated_settings"]

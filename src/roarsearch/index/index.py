@@ -38,6 +38,7 @@ from roarsearch.index.geo import GeoColumn
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.merges import BULK_LOAD_MERGE_TOKENS
 from roarsearch.index.postings import FieldPostings
+from roarsearch.index.vectors import VectorIndex
 from roarsearch.schema import RecordColumns
 
 #: Unions of many postings (prefixes, wide typo expansions) kept between writes.
@@ -66,6 +67,8 @@ class Index:
         self.columns: dict[str, FieldColumns] = {}
         #: Records' ``_geo`` points by doc id (contract §9).
         self.geo = GeoColumn()
+        #: Records' ``_vectors`` by declared space and doc id (contract §11).
+        self.vectors = VectorIndex()
         #: Fields that ever held a string, in order of first appearance (record by record): ``*``.
         self._text_fields: list[str] = []
         #: Advanced by every write; entries of ``cache`` made before it are never returned.

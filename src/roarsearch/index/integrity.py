@@ -34,6 +34,7 @@ def rebuild_index(index: Index, progress: Callable[[int], None] | None = None) -
     rebuilt = Index()
     rebuilt.value_fields = set(index.value_fields)  # index the same exact values as the original
     rebuilt.auto_values = False  # ... and no others (none dropped either: auto_value_fields stays empty)
+    rebuilt.vectors.configure(index.vectors.specs(), rebuilt.alive, rebuilt.docs.record)  # the same vector spaces
     live = [index.docs.record(doc) for doc in index.alive]
     for start in range(0, len(live), 10_000):
         rebuilt.add_records(live[start:start + 10_000])
@@ -53,7 +54,8 @@ def compare_indexes(loaded: Index, rebuilt: Index) -> list[str]:
     loaded_ids = _record_ids(loaded, loaded.alive)
     if loaded_ids != _record_ids(rebuilt, rebuilt.alive):
         problems.append("records: the live record ids differ between the index and the stored records")
-    for check in (_compare_postings, _compare_positions, _compare_columns, _compare_lexicon, _compare_geo):
+    for check in (_compare_postings, _compare_positions, _compare_columns, _compare_lexicon, _compare_geo,
+                  _compare_vectors):
         check(loaded, rebuilt, problems)
         if problems.full():
             return problems[:MAX_PROBLEMS] + ["... (more differences not listed)"]
@@ -210,3 +212,24 @@ def _compare_geo(loaded: Index, rebuilt: Index, problems: _Problems) -> None:
     positions, lat, lng = extract_points([record if valid_point(record_location(record)) else {} for record in records])
     problems.extend(
         loaded.geo.differences(alive[positions], lat, lng, only=loaded.alive))
+
+
+def _compare_vectors(loaded: Index, rebuilt: Index, problems: _Problems) -> None:
+    """Each vector space's docs and rows against the vectors their stored records hold."""
+    for name, space in loaded.vectors.spaces.items():
+        other = rebuilt.vectors.spaces[name]
+        left_docs = array_from_bitmap(space.docs & loaded.alive)
+        right_docs = array_from_bitmap(other.docs & rebuilt.alive)
+        left = dict(zip(loaded.docs.record_ids.ids_of(left_docs), left_docs.tolist()))
+        right = dict(zip(rebuilt.docs.record_ids.ids_of(right_docs), right_docs.tolist()))
+        if set(left) != set(right):
+            missing = sorted(map(str, set(right) - set(left)))[:5]
+            extra = sorted(map(str, set(left) - set(right)))[:5]
+            problems.append(f"vectors.{name}: the records holding a vector differ from the stored records "
+                            f"(missing: {missing}, not stored: {extra})")
+            continue
+        for record_id, doc in left.items():
+            if not np.array_equal(space.row(doc), other.row(right[record_id])):
+                problems.append(f"vectors.{name}: record {record_id!r}'s vector differs from its stored one")
+                if problems.full():
+                    return

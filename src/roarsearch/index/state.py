@@ -28,6 +28,7 @@ from roarsearch.index.geo import GeoColumn, extract_points
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
+from roarsearch.index.vectors import VectorIndex
 from roarsearch.schema import GEO_FIELD, check_geo_point, record_location
 
 INDEX_STATE_VERSION = 6
@@ -130,6 +131,7 @@ def index_to_state(index: Index, sort_orders: bool = True) -> dict[str, Any]:
         "postings": postings_state,
         "columns": columns_state,
         "geo": index.geo.to_state(),
+        "vectors": index.vectors.to_state(),
     }
 
 
@@ -259,6 +261,8 @@ def index_from_state(state: dict[str, Any]) -> Index:
             # not on open: what a process holds follows what its queries read.
             columns.load_on_first_use(partial(_columns_from_state, saved), saved)
         index.columns[path] = columns
+    if "vectors" in state:  # older snapshots: taken before vector spaces existed
+        index.vectors = VectorIndex.from_state(state["vectors"])
     if "geo" in state:
         index.geo = GeoColumn.from_state(state["geo"])
     else:  # snapshots from before geo search: the points are in the stored records

@@ -30,6 +30,7 @@ from roarsearch.index.docstore import RecordId, compress_joined, compress_parts,
 from roarsearch.index.geo import extract_points
 from roarsearch.index.merges import PostingsPlan
 from roarsearch.index.postings import FieldPostings
+from roarsearch.index.vectors import VECTORS_FIELD
 from roarsearch.schema import GEO_LAT, GEO_LNG, RecordColumns, iter_leaves, record_columns
 
 if TYPE_CHECKING:
@@ -228,6 +229,11 @@ def collect_add(index: Index, records: list[dict[str, Any]], start: int | None =
     id; a bulk add collects a batch before the one ahead of it is applied), field by field;
     ``by_column``: the batch already read field by field (validation did)."""
     start = index.docs.next_doc if start is None else start
+    if (VECTORS_FIELD in by_column.keys) if by_column is not None else any(VECTORS_FIELD in record for record in records):
+        # Vectors are never text, filters, facets or sort keys (contract §11): the vector index
+        # takes them at commit.
+        records = [{key: value for key, value in record.items() if key != VECTORS_FIELD} for record in records]
+        by_column = None
     new_docs = np.arange(start, start + len(records), dtype=np.uint32)
     value_fields = _ValuePolicy(index)
     collected = _collect_columns(records, new_docs, value_fields, by_column)
@@ -342,6 +348,7 @@ def commit_add(index: Index, prepared: PreparedAdd) -> None:
     for path, fields in by_field.items():
         _add_field(index, path, fields, prepared.postings.get(path))
     _add_points(index, records, new_docs, by_field)
+    index.vectors.add(records, new_docs)
     index.note_text_fields(prepared.first_texts)
     index.advance_generation()
 

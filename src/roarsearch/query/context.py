@@ -13,6 +13,7 @@ the query (never the first), as contract §3 says.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyroaring import AbstractBitMap, BitMap
@@ -48,6 +49,9 @@ class SearchContext:
     masks: DocMasks = field(default_factory=DocMasks)
     #: The collection's settings this search ran with (one value for the whole search).
     settings: Settings = DEFAULT_SETTINGS
+    #: With a ``vector`` request: what a facet with its own facet filter counts over, given the
+    #: keyword matches with that filter left out (``ranking.fusion.VectorSearch.widen``).
+    widen: Callable[[tuple[str, str], AbstractBitMap], AbstractBitMap] | None = None
     _filtered_word_docs: AbstractBitMap | None = None
     _all_but: dict[tuple[str, str], AbstractBitMap] | None = None
 
@@ -65,6 +69,7 @@ class SearchContext:
         self.candidates = candidates
         self.masks = DocMasks()
         self.settings = settings
+        self.widen = None
         self._filtered_word_docs = None
         self._all_but = None
 
@@ -75,6 +80,11 @@ class SearchContext:
         facet = (kind, field)
         if facet not in self.facet_filters:
             return self.candidates
+        if self.widen is not None:
+            return self.widen(facet, self._without(facet))
+        return self._without(facet)
+
+    def _without(self, facet: tuple[str, str]) -> AbstractBitMap:
         if self._filtered_word_docs is None:
             self._filtered_word_docs = _apply_filter(self.index, self.request, self.word_docs)
         if len(self.facet_filters) <= 8:
@@ -176,6 +186,13 @@ def _apply_filter(index: Index, request: SearchRequest, docs: AbstractBitMap) ->
     if request.filter_tree is None:
         return docs
     return evaluate_filter(request.filter_tree, index, docs)
+
+
+def passing_filters(index: Index, request: SearchRequest,
+                    facet_filters: dict[tuple[str, str], AbstractBitMap]) -> AbstractBitMap:
+    """Alive docs inside the request's geo area passing ``facet_filters`` and the filter expression,
+    whatever their words (the candidates of a vector search)."""
+    return _narrow(index, request, facet_filters, _geo_universe(index, request))
 
 
 def filter_docs(index: Index, request: SearchRequest) -> AbstractBitMap:

@@ -33,6 +33,9 @@ def held_fields(index: Index) -> frozenset[str]:
         if columns.exists.intersection_cardinality(alive):
             parts = path.split(".")
             held.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    for name, space in index.vectors.spaces.items():  # shown by ``fields``, though never indexed as a field
+        if space.docs.intersection_cardinality(alive):
+            held.update(("_vectors", f"_vectors.{name}"))
     made = frozenset(held)
     index.cache.put("held_fields", None, index.generation, made, 1)
     return made

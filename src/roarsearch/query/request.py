@@ -14,6 +14,7 @@ from typing import Any
 from roarsearch.query.ast import FilterNode
 from roarsearch.query.geo import GeoQuery
 from roarsearch.query.intervals import Interval
+from roarsearch.query.vector import VectorQuery
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +53,6 @@ class SearchRequest:
     facet_query: str | None = None
     facet_query_count: int = 100
     geo: GeoQuery | None = None
+    #: The ``vector`` part (contract §11), and the weight of its order against the words' one.
+    vector: VectorQuery | None = None
+    semantic_ratio: float = 0.5

@@ -41,6 +41,8 @@ class Settings:
     #: ``searchPage`` (how the bundled search page shows the collection) as JSON text ("" when
     #: unset): searches never read it; kept as text so that the value stays hashable.
     search_page: str = ""
+    #: Declared vector spaces (contract §11): ``(name, dimensions, metric)`` in the order given.
+    vectors: tuple[tuple[str, int, str], ...] = ()
     # ---- derived (analysed once, when the value is made)
     folded_stop_words: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
     folded_typo_disabled_words: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
@@ -85,6 +87,7 @@ class Settings:
             "typoDisabledFields": list(self.typo_disabled_fields),
             "typoDisabledWords": list(self.typo_disabled_words),
             "searchPage": json.loads(self.search_page) if self.search_page else {},
+            "vectors": {name: {"dimensions": dimensions, "metric": metric} for name, dimensions, metric in self.vectors},
         }
 
 
@@ -117,6 +120,8 @@ def settings_from_dict(data: dict[str, Any] | None) -> Settings:
         typo_disabled_fields=tuple(data.get("typoDisabledFields") or ()),
         typo_disabled_words=tuple(data.get("typoDisabledWords") or ()),
         search_page=json.dumps(data["searchPage"], ensure_ascii=False) if data.get("searchPage") else "",
+        vectors=tuple((name, int(space["dimensions"]), str(space.get("metric", "cosine")))
+                      for name, space in (data.get("vectors") or {}).items()),
     )
 
 

@@ -74,6 +74,16 @@ SEARCH_REQUEST = {
                            "description": "only on the facet value search route: {\"query\": \"ac\", \"count\": 100}",
                            "properties": {"query": {"type": "string"}, "count": {"type": "integer", "minimum": 1}}},
         "geo": {"type": ["object", "null"], "default": None, "description": "accepted when empty; not implemented"},
+        "vector": {"type": ["object", "null"], "default": None, "additionalProperties": False,
+                   "required": ["name", "values"],
+                   "description": "the k records nearest a query vector among those passing every filter "
+                                  "(docs/vectors.md); with a query too, hybrid search by reciprocal rank fusion",
+                   "properties": {"name": {"type": "string"},
+                                  "values": {"type": "array", "items": {"type": "number"}, "minItems": 1},
+                                  "k": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100},
+                                  "exact": {"type": "boolean", "default": False}}},
+        "semanticRatio": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5,
+                          "description": "weight of the vector order against the keyword order in hybrid search"},
     },
 }
 
@@ -130,6 +140,13 @@ SETTINGS = {
                                       "textFacets": {"type": "array", "items": {"type": "object"}},
                                       "numericFacets": {"type": "array", "items": {"type": "object"}},
                                       "sort": {"type": "array", "items": {"type": "object"}}}},
+        "vectors": {"type": "object", "default": {},
+                    "description": "vector spaces: {\"text\": {\"dimensions\": 384, \"metric\": \"cosine\"}}",
+                    "additionalProperties": {
+                        "type": "object", "additionalProperties": False, "required": ["dimensions"],
+                        "properties": {"dimensions": {"type": "integer", "minimum": 1, "maximum": 4096},
+                                       "metric": {"type": "string", "enum": ["cosine", "dot", "l2"],
+                                                  "default": "cosine"}}}},
     },
 }
 

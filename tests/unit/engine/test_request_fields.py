@@ -14,6 +14,7 @@ from roarsearch.engine.request import parse_search_request
 from roarsearch.query.geo import parse_geo
 from roarsearch.query.intervals import parse_interval_cached
 from roarsearch.query.request import SearchRequest, SortKey
+from roarsearch.query.vector import VectorQuery
 
 
 def test_every_given_field_lands_in_its_own_place() -> None:
@@ -37,6 +38,8 @@ def test_every_given_field_lands_in_its_own_place() -> None:
         "groupLimit": 2,
         "highlightFields": ["plot"],
         "geo": {"around": {"lat": 48.85, "lng": 2.35}},
+        "vector": {"name": "text", "values": [0.5, -1], "k": 9, "exact": True},
+        "semanticRatio": 0.25,
     }
     request = parse_search_request(body)
     expected = {
@@ -61,6 +64,8 @@ def test_every_given_field_lands_in_its_own_place() -> None:
         "facet_query": None,
         "facet_query_count": 100,
         "geo": parse_geo({"around": {"lat": 48.85, "lng": 2.35}}),
+        "vector": VectorQuery("text", (0.5, -1.0), 9, True),
+        "semantic_ratio": 0.25,
     }
     names = [field.name for field in dataclasses.fields(SearchRequest)]
     assert set(names) - set(expected) == {"filter_tree"}, "a new request field: give it a value here"
