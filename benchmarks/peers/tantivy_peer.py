@@ -141,15 +141,18 @@ class TantivyAdapter(Adapter):
 
     def search(self, kind: str, entry: dict[str, Any]) -> Answer:
         query = self._query(entry)
+        # One searcher for the whole answer: the live writer replaces self.searcher after each
+        # commit, and a hit's address only means something in the searcher that found it.
+        searcher = self.searcher
         if entry["group"]:
-            return self._group(entry, query)
+            return self._group(entry, query, searcher)
         if entry["sort"]:
             order = tantivy.Order.Desc if entry["sort"]["descending"] else tantivy.Order.Asc
-            result = self.searcher.search(query, limit=entry["count"], offset=entry["skip"], count=True,
+            result = searcher.search(query, limit=entry["count"], offset=entry["skip"], count=True,
                                           order_by_field=entry["sort"]["field"], order=order)
         else:
-            result = self.searcher.search(query, limit=entry["count"], offset=entry["skip"], count=True)
-        answer = Answer(result.count, [self.searcher.doc(address)["id"][0] for _, address in result.hits])
+            result = searcher.search(query, limit=entry["count"], offset=entry["skip"], count=True)
+        answer = Answer(result.count, [searcher.doc(address)["id"][0] for _, address in result.hits])
         if entry["facets"]:
             facets = entry["facets"]
             aggregation: dict[str, Any] = {name: {"terms": {"field": name, "size": 100}} for name in facets["text"]}
@@ -159,7 +162,7 @@ class TantivyAdapter(Adapter):
                       for low, high in facets["ranges"]]
             aggregation["_numeric"] = {"range": {"field": facets["numeric"], "ranges": ranges}}
             aggregation["_stats"] = {"stats": {"field": facets["numeric"]}}
-            result_aggregations = self.searcher.aggregate(query, aggregation)
+            result_aggregations = searcher.aggregate(query, aggregation)
             for name in facets["text"]:
                 answer.facets[name] = {str(bucket["key"]): bucket["doc_count"]
                                        for bucket in result_aggregations[name]["buckets"]}
@@ -170,17 +173,17 @@ class TantivyAdapter(Adapter):
                                                 for low, high in facets["ranges"]}
         return answer
 
-    def _group(self, entry: dict[str, Any], query: Any) -> Answer:
+    def _group(self, entry: dict[str, Any], query: Any, searcher: Any) -> Answer:
         name = entry["group"]
         if name in self.corpus.multi_valued:
             raise Unsupported("grouping by an array field is not measured")
-        total = self.searcher.search(query, limit=1, count=True).count
+        total = searcher.search(query, limit=1, count=True).count
         # Aggregations see no scores: groups come largest first, hits inside a group by id.
         aggregation = {"groups": {"terms": {"field": name, "size": entry["count"]},
                                   "aggs": {"top": {"top_hits": {"size": 3, "sort": [{"id": "asc"}],
                                                                 "docvalue_fields": ["id"]}}}}}
         try:
-            result = self.searcher.aggregate(query, aggregation)
+            result = searcher.aggregate(query, aggregation)
         except ValueError as error:
             raise Unsupported(f"terms + top_hits aggregation failed: {error}") from error
         answer = Answer(total, [])
