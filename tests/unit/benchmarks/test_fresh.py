@@ -227,3 +227,25 @@ def test_fresh_answers_that_differ_are_reported() -> None:
     # The writer pass: final answers agree, but roarsearch counted more during the pass than after it.
     writer = [problem for problem in problems if problem.startswith("fresh with writer:")]
     assert len(writer) == 1 and "roarsearch counted more" in writer[0]
+
+
+@pytest.mark.parametrize("engine", ["tantivy", "sqlite-fts5", "roarsearch"])
+def test_searches_beside_the_live_writer_see_each_batch(engine: str, tmp_path: Path) -> None:
+    from benchmarks.datasets import CORPORA, iter_batches, jsonl_path
+
+    adapter = run.adapter_for(engine)
+    adapter.load(CORPORA["movies"], iter_batches(jsonl_path("movies", 1_500)), str(tmp_path))
+    entry = load("movies")["classes"]["one_word_common"][0]
+    before = adapter.search("one_word_common", entry).total
+    writer = fresh.LiveWriter(adapter.add_live, fresh.writer_records(jsonl_path("movies", 1_500)),
+                              rate=2_000, batch=20).start()
+    answers = []
+    deadline = time.perf_counter() + 1.0
+    while time.perf_counter() < deadline:  # pages read while commits replace what is searched
+        answers.append(adapter.search("one_word_common", {**entry, "count": 50}))
+    figures = writer.stop()
+    assert "error" not in figures and figures["added"] >= 200
+    totals = [answer.total for answer in answers]
+    assert totals == sorted(totals) and totals[0] >= before  # records only come
+    assert adapter.search("one_word_common", entry).total > before  # the writer's copies hold the word too
+    adapter.close()
