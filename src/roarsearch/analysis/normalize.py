@@ -44,6 +44,18 @@ _IS_MARK[_MARK_CODEPOINTS] = True
 #: outweighs the expression's below).
 _TABLE_MIN_CHARS = 256
 
+def _is_lettered_symbol(character: str) -> bool:
+    return unicodedata.category(character)[0] == "S" and any(
+        part.isascii() and part.isalnum() for part in unicodedata.normalize("NFKD", character))
+
+
+#: Symbols that NFKD spells with Latin letters or digits (™ → "TM", ℠, ㎏ → "kg", ⒜ → "(a)"): a
+#: separator like every other symbol, not letters glued to the word before it ("Thing™" is the word
+#: "thing", as other engines' tokenisers have it). Replaced by a space before the decomposition.
+#: (Symbols that decompose to ideographs or Hangul, such as the Kangxi radicals, keep their letters.)
+_LETTERED_SYMBOLS = re.compile(_ranges_pattern(
+    [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF and _is_lettered_symbol(chr(c))]))
+
 #: Letters that NFKD does not decompose but that users type without their stroke or ligature.
 _EXTRA_FOLDS = str.maketrans({"ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "ß": "ss",
                               "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ı": "i", "þ": "th", "Þ": "TH"})
@@ -56,6 +68,8 @@ def fold(text: str) -> str:
     >>> fold("Ŝtraße ﬂexible Ærø")
     'strasse flexible aero'
     """
+    if not text.isascii():
+        text = _LETTERED_SYMBOLS.sub(" ", text)
     stripped = _without_marks(unicodedata.normalize("NFKD", text))
     if _HAS_EXTRA_FOLD.search(stripped):
         stripped = stripped.translate(_EXTRA_FOLDS)

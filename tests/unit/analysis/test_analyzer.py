@@ -187,3 +187,14 @@ def test_tokens_grouped_by_term_keep_text_order_in_each_term(texts: list[str]) -
     grouped = [(terms[term], i, j) for term, i, j in zip(term_of_token.tolist(), value_index.tolist(), position.tolist())]
     assert grouped == sorted(tokens, key=lambda token: terms.index(token[0]))  # stable: text order within a term
     assert valued.tolist() == sorted({i for _token, i, _j in tokens})
+
+
+def test_symbols_spelt_with_letters_separate_words() -> None:
+    """NFKD spells ™ as "TM": it must not glue letters to the word before it (other engines and a
+    user read "Thing™" as the word "thing"). Symbols that decompose to ideographs keep them."""
+    assert analyze("Thing™ works, 5㎏ ⒜ item") == ["thing", "works", "5", "item"]
+    assert analyze("Thing\u2122") == analyze("thing") == ["thing"]
+    assert fold("\u2f00") == "\u4e00"  # the Kangxi radical one is the ideograph one
+    long_text = "Acme Thing™ " * 40  # long texts fold through the mark table: same rule
+    assert analyze(long_text) == ["acme", "thing"] * 40
+    assert analyze_batch(["Thing™ works", "x℠y"])[0] == ["thing", "works", "x", "y"]
