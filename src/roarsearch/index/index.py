@@ -359,6 +359,14 @@ class Index:
         self.cache.put_derived("number_range", key, numeric, numeric.count, found, RANGE_CACHE_SIZE)
         return found
 
+    def single_valued_numbers(self, field: str) -> bool:
+        """Whether no record holds two numbers in ``field`` (a range's two bounds then hold for
+        one value, so they may be looked up as one range)."""
+        if field == "id":
+            return True
+        columns = self.columns.get(field)
+        return columns is not None and columns.numeric is not None and not columns.numeric.multi_valued
+
     def exists(self, field: str) -> AbstractBitMap:
         if field == "id":
             return self.alive

@@ -36,6 +36,7 @@ class FieldReader(Protocol):
     def number_range(self, field: str, low: float | None, low_inclusive: bool,
                      high: float | None, high_inclusive: bool, within: AbstractBitMap | None = None) -> AbstractBitMap: ...
     def exists(self, field: str) -> AbstractBitMap: ...
+    def single_valued_numbers(self, field: str) -> bool: ...
 
 
 def _equal(reader: FieldReader, field: str, literal: Literal) -> AbstractBitMap:
@@ -69,12 +70,61 @@ def _range(reader: FieldReader, node: Compare, universe: AbstractBitMap) -> Abst
     return reader.number_range(node.field, None, False, bound, True, universe)
 
 
+class Between:
+    """``field`` within both bounds of two range comparisons ANDed on a field that holds one number
+    per record: one slice of the column's value order, where the two comparisons apart each
+    select a wide set (``size >= 5000`` and ``size < 9000`` over a million records) to intersect."""
+
+    __slots__ = ("field", "low", "low_inclusive", "high", "high_inclusive")
+
+    def __init__(self, field: str, low: float, low_inclusive: bool, high: float, high_inclusive: bool) -> None:
+        self.field = field
+        self.low = low
+        self.low_inclusive = low_inclusive
+        self.high = high
+        self.high_inclusive = high_inclusive
+
+
+def _is_range(node: FilterNode) -> bool:
+    return isinstance(node, Compare) and node.op in ("<", "<=", ">", ">=") and node.value.kind == "number"
+
+
+def _joined_ranges(children: tuple[FilterNode, ...], reader: FieldReader) -> list[FilterNode | Between]:
+    """``children`` with each lower and upper bound on the same single-valued numeric field
+    joined into one :class:`Between` (on a field of arrays the two may hold for different elements,
+    so they stay apart)."""
+    lows: dict[str, Compare] = {}
+    highs: dict[str, Compare] = {}
+    for child in children:
+        if _is_range(child):
+            assert isinstance(child, Compare)
+            (lows if child.op in (">", ">=") else highs).setdefault(child.field, child)
+    joinable = [field for field in lows if field in highs and reader.single_valued_numbers(field)]
+    if not joinable:
+        return list(children)
+    joined: list[FilterNode | Between] = []
+    for child in children:
+        if isinstance(child, Compare) and child.field in joinable:
+            low, high = lows[child.field], highs[child.field]
+            if child is low:
+                joined.append(Between(child.field, float(low.value.value), low.op == ">=",
+                                      float(high.value.value), high.op == "<="))
+                continue
+            if child is high:
+                continue
+        joined.append(child)
+    return joined
+
+
 def evaluate_filter(node: FilterNode, reader: FieldReader, universe: AbstractBitMap) -> AbstractBitMap:
     """Docs of ``universe`` selected by ``node`` (always a subset of ``universe``)."""
     return _evaluate(node, reader, universe)
 
 
-def _evaluate(node: FilterNode, reader: FieldReader, universe: AbstractBitMap) -> AbstractBitMap:
+def _evaluate(node: FilterNode | Between, reader: FieldReader, universe: AbstractBitMap) -> AbstractBitMap:
+    if isinstance(node, Between):
+        return reader.number_range(node.field, node.low, node.low_inclusive, node.high, node.high_inclusive,
+                                   universe) & universe
     if isinstance(node, Compare):
         if node.op in ("=", "!="):
             matched = _equal(reader, node.field, node.value) & universe
@@ -88,7 +138,7 @@ def _evaluate(node: FilterNode, reader: FieldReader, universe: AbstractBitMap) -
         return universe - _evaluate(node.child, reader, universe)
     if isinstance(node, And):
         result = universe
-        for child in node.children:
+        for child in _joined_ranges(node.children, reader):
             result = _evaluate(child, reader, result)  # each child narrows what the next one sees
             if not result:
                 break
