@@ -88,7 +88,11 @@ async function api(path, body) {
     throw new Error(`Cannot reach the server (${failure.message}). Is roarsearch still running?`);
   }
   const data = await response.json().catch(() => null);
-  if (!response.ok || data === null) throw new Error(describeError(response, data));
+  if (!response.ok || data === null) {
+    const failure = new Error(describeError(response, data));
+    failure.status = String(response.status);  // for callers that can do without this route
+    throw failure;
+  }
   return data;
 }
 
@@ -453,6 +457,27 @@ window.addEventListener("hashchange", () => location.reload());  // a new key or
 // On a phone the filters start folded, so that the first screen shows results.
 if (window.matchMedia("(max-width: 48rem)").matches) $("refine").open = false;
 
+/** What `GET /v2/collections/{id}` tells, guessed from the first records a search returns (for a
+ * credential that may only search): each top-level field with its kinds and how many hold it. */
+async function infoFromResults() {
+  const answer = await api("/v2", { collection: COLLECTION, query: "", count: 100 });
+  const byField = new Map();
+  for (const record of answer.results) {
+    for (const [field, value] of Object.entries(record)) {
+      if (field === "id" || field.startsWith("_") || value === null) continue;
+      const values = Array.isArray(value) ? value : [value];
+      const entry = byField.get(field) || { field, kinds: [], records: 0 };
+      for (const item of values) {
+        const kind = typeof item === "string" ? "string" : typeof item === "number" ? "number" : null;
+        if (kind && !entry.kinds.includes(kind)) entry.kinds.push(kind);
+      }
+      entry.records += 1;
+      byField.set(field, entry);
+    }
+  }
+  return { fields: [...byField.values()].filter((entry) => entry.kinds.length), settings: {} };
+}
+
 /** The collections this key may search, in the picker; then the chosen one's page. */
 async function start() {
   if (!KEY) {
@@ -461,7 +486,12 @@ async function start() {
   }
   let info;
   try {
-    const collections = await api("/v2/collections");
+    // A key or tenant token that may only search cannot list collections or read their fields:
+    // the page then shows the collection it was given, guessed from the records a search returns.
+    const collections = await api("/v2/collections").catch((failure) => {
+      if (!COLLECTION || !/^(401|403)\b/.test(failure.status || "")) throw failure;
+      return [];
+    });
     const names = collections.map((entry) => entry.collection);
     if (!COLLECTION) COLLECTION = names.includes("movies") ? "movies" : names[0] || "";
     if (!COLLECTION) throw new Error("There is no collection yet: add records first (roarsearch import, or POST /v2/collections/{id}/records).");
@@ -472,7 +502,10 @@ async function start() {
       return el("option", { value: name, selected: name === COLLECTION }, `${name}${count}`);
     }));
     $("collection-name").textContent = COLLECTION;
-    info = await api(`/v2/collections/${encodeURIComponent(COLLECTION)}`);
+    info = await api(`/v2/collections/${encodeURIComponent(COLLECTION)}`).catch((failure) => {
+      if (!/^(401|403)\b/.test(failure.status || "")) throw failure;
+      return infoFromResults();
+    });
     CONFIG = await pageConfig(info);
   } catch (failure) {
     showError(failure.message);
