@@ -47,7 +47,19 @@ def _graph_index() -> Any:
     return Index
 
 
-GraphIndex: Any = _graph_index()
+_UNRESOLVED: Any = object()
+#: usearch's ``Index`` class, imported on first need (None without the ``vectors`` extra): not on
+#: import, as once usearch's C++ runtime is loaded a later ``ray.init`` aborts (a ``std::regex_error``
+#: inside Ray), and the sharded engine and ``serve --shards`` start Ray after importing roarsearch.
+GraphIndex: Any = _UNRESOLVED
+
+
+def graph_index() -> Any:
+    """:data:`GraphIndex`, imported the first time it is asked for."""
+    global GraphIndex
+    if GraphIndex is _UNRESOLVED:
+        GraphIndex = _graph_index()
+    return GraphIndex
 
 #: The field of a record that holds its vectors.
 VECTORS_FIELD = "_vectors"
@@ -136,16 +148,17 @@ class VectorSpace:
             self.graph_docs = BitMap()
         if self.graph is not None:
             self._graph_add(docs)
-        elif GraphIndex is not None and len(self.docs) >= ANN_MIN_VECTORS:
+        elif len(self.docs) >= ANN_MIN_VECTORS and graph_index() is not None:
             held = np.fromiter(self.docs, dtype=np.int64, count=len(self.docs))
             self.graph_cap = 1.25 * float(self.norms[held].max()) + 1e-12
             self.graph = self._new_graph()
             self._graph_add(held)
 
     def _new_graph(self) -> Any:
-        assert GraphIndex is not None
+        graph_class = graph_index()
+        assert graph_class is not None
         lifted = self.metric == "dot"
-        return GraphIndex(ndim=self.dimensions + (1 if lifted else 0), metric="l2sq" if self.metric == "l2" else "cos",
+        return graph_class(ndim=self.dimensions + (1 if lifted else 0), metric="l2sq" if self.metric == "l2" else "cos",
                           dtype="f16" if self.metric == "l2" else "i8", connectivity=ANN_CONNECTIVITY,
                           expansion_add=ANN_EXPANSION_ADD, expansion_search=ANN_EXPANSION_SEARCH)
 
@@ -170,8 +183,9 @@ class VectorSpace:
 
     def _graph_add(self, docs: np.ndarray) -> None:
         if self.graph_buffer is not None:  # a view of a snapshot: a private copy before it changes
-            assert GraphIndex is not None
-            self.graph = GraphIndex.restore(bytes(self.graph_buffer), view=False)
+            graph_class = graph_index()
+            assert graph_class is not None
+            self.graph = graph_class.restore(bytes(self.graph_buffer), view=False)
             self.graph_buffer = None
         self.graph.add(docs.astype(np.uint64), self._graph_rows(docs), threads=0)
         self.graph_docs |= BitMap(docs.tolist())
@@ -186,10 +200,11 @@ class VectorSpace:
 
     def load_graph(self, buffer: Any, docs: BitMap, cap: float) -> None:
         """Open a saved graph as a view of ``buffer`` (a snapshot's mapping): no rebuild."""
-        if GraphIndex is None:
+        graph_class = graph_index()
+        if graph_class is None:
             return  # exact search only; a later snapshot saves no graph
         self.graph_cap = cap
-        self.graph = GraphIndex.restore(buffer, view=True)
+        self.graph = graph_class.restore(buffer, view=True)
         self.graph_buffer = buffer
         self.graph_docs = docs
 

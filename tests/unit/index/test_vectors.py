@@ -139,3 +139,16 @@ def test_exact_shortlist_is_independent_of_rounding() -> None:
     space.add(np.arange(len(rows)), rows)
     found, scores = space.nearest(BitMap(range(len(rows))), np.asarray([1.0, 1.0, 0.0]), 1, None)
     assert found.tolist() == [1] and scores[0] == float(np.float32(1e6)) + float(np.float32(1.0 + 2**-20))
+
+
+def test_importing_roarsearch_does_not_load_usearch() -> None:
+    """usearch's C++ runtime, once loaded, makes a later ``ray.init`` abort (the sharded engine and
+    ``serve --shards`` start Ray after importing roarsearch): it is imported on first need only."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom roarsearch import Engine\nengine = Engine()\n"
+              "engine.add_records('c', [{'id': 1, 'title': 'a'}])\n"
+              "assert not any(name.split('.')[0] == 'usearch' for name in sys.modules), sorted(sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
