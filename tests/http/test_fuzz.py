@@ -49,6 +49,9 @@ def client(fuzz_server: Server) -> Iterator[httpx.Client]:
 
 def reset(http: httpx.Client) -> None:
     http.delete(f"/v2/collections/{COLLECTION}/records", params={"clear": "true"})
+    # The records carry a vector of the space the request fuzz declares (and may search).
+    settings = http.put(f"/v2/collections/{COLLECTION}/settings", json={"vectors": {"v": {"dimensions": 3}}})
+    assert settings.status_code == 200, settings.text
     assert http.post(f"/v2/collections/{COLLECTION}/records", json=RECORDS).status_code == 201
 
 
