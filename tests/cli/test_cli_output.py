@@ -80,6 +80,8 @@ def test_check_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
 
 
 def test_readme_test_command_shows_skip_reasons(tmp_path: Path) -> None:
+    # The skipped test below is the subject, run in a child pytest with the project's options: this
+    # test fails if those options stop printing why a test was skipped (``-rs`` in addopts).
     tests = tmp_path / "test_skips.py"
     tests.write_text("import pytest\n\n\n@pytest.mark.skip(reason='needs a browser: .ci/install-browser.sh')\n"
                      "def test_page() -> None:\n    pass\n")
