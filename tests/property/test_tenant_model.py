@@ -25,6 +25,7 @@ from roarsearch.analysis.normalize import fold
 from roarsearch.errors import ForbiddenError
 from roarsearch.keys import SearchRules, TenantView, parse_search_rules
 from tests.property.oracle import ReferenceModel
+from tests.property.test_facets_model import in_interval
 
 WORDS = ["apple", "apples", "banana", "cherry", "citrus", "apply", "grape"]
 CATS = ["red", "blue", "green"]
@@ -109,15 +110,6 @@ def requests(draw: Any) -> tuple[dict[str, Any], Any]:
     if draw(st.booleans()):
         body["highlightFields"] = ["title"]
     return body, filter_predicate
-
-
-def in_interval(value: float, text: str) -> bool:
-    low_text, high_text = text[1:-1].split(",")
-    low = None if low_text in ("", "*") else float(low_text)
-    high = None if high_text in ("", "*") else float(high_text)
-    if low is not None and (value < low if text[0] == "[" else value <= low):
-        return False
-    return not (high is not None and (value > high if text[-1] == "]" else value >= high))
 
 
 class VisibleModel:
