@@ -90,6 +90,15 @@ class ReferenceModel:
     #: Query words the last search kept after word dropping (0 for an empty query).
     last_kept: int = 0
 
+    def kept_query(self, query: str) -> str:
+        """``query`` as the last search kept it after word dropping: its first ``last_kept`` words,
+        the last one whole (a word left last by dropping is no longer typed as a prefix). Facets
+        count over these words: dropping is decided once, with every filter (contract §3)."""
+        words = query_words(query, [])
+        if self.last_kept >= len(words):
+            return query
+        return " ".join(words[:self.last_kept]) + " "
+
     def add(self, records: list[dict[str, Any]]) -> None:
         for record in records:
             self.records[record["id"]] = record

@@ -133,8 +133,12 @@ class VisibleModel:
 
     def matches(self, body: dict[str, Any], own: Any, skip: str = "", kind: str = "") -> list[Any]:
         """Ids of the matches in the contract's order (every one, no page)."""
+        query = body.get("query", "")
+        if skip:  # a facet counts over the words the whole request kept (dropping decided once)
+            self.matches(body, own)
+            query = self.oracle.kept_query(query)
         universe = {r["id"] for r in self.visible if own(r) and self.facet_pass(r, body, skip, kind)}
-        _total, ids = self.oracle.search(body.get("query", ""), universe=universe, count=10_000)
+        _total, ids = self.oracle.search(query, universe=universe, count=10_000)
         return ids
 
     def check(self, body: dict[str, Any], own: Any, answer: dict[str, Any]) -> None:

@@ -116,9 +116,7 @@ def matches(model: ReferenceModel, body: dict[str, Any], metric: str,
         # Word dropping is decided once, with every filter (contract §4); the facet counts the
         # docs holding the words kept then (the last one no longer typed as a prefix if it was dropped).
         matches(model, body, metric)
-        words = query_words(query, [])
-        if model.last_kept < len(words):
-            query = " ".join(words[:model.last_kept]) + " "
+        query = model.kept_query(query)
     _total, keyword = model.search(query, universe={record["id"] for record in pool}, count=10**9)
     return fused(keyword, [record_id for record_id, _ in near], body.get("semanticRatio", 0.5)), scores
 

@@ -2,7 +2,8 @@
 
 - ``totalHits`` counts every match, not capped by ``count``, ``skip`` or any internal limit;
 - word dropping looks for records that hold the words AND pass ``filter`` and every facet
-  filter: a record holding every word but filtered out does not stop the dropping;
+  filter: a record holding every word but filtered out does not stop the dropping; a facet
+  counts over the words the request kept (dropping is decided once, with every filter);
 - ``numericFacetFilters``: any range within a field, all fields together;
 - a result's ``_rank`` depends only on the record and the request, never on which other records
   match or on the page asked (a record alone in its typo bucket still has its proximity measured),
@@ -59,6 +60,16 @@ def test_word_dropping_looks_only_at_records_passing_the_filters(shop: Engine, s
     response = shop.search({"collection": "c", "query": "red lamp", **selection})
     assert sorted(ids(response)) == [2, 3]
     assert response["totalHits"] == 2
+
+
+def test_a_facet_counts_over_the_words_the_request_kept(shop: Engine) -> None:
+    # "lamp" is dropped (record 1 is filtered out); the cat facet leaves its own filter out and
+    # counts records holding "red" alone, not only record 1 (which alone holds both words).
+    response = shop.search({"collection": "c", "query": "red lamp", "textFacetFilters": {"cat": ["b"]},
+                            "textFacets": ["cat"], "numericFacets": {"p": ["[0,100]"]}})
+    assert sorted(ids(response)) == [2, 3]
+    assert {value["value"]: value["count"] for value in response["textFacets"][0]["values"]} == {"a": 1, "b": 2}
+    assert response["numericFacets"][0]["stats"]["count"] == 2
 
 
 def test_numeric_facet_filters_any_range_within_a_field_all_fields_together(shop: Engine) -> None:
