@@ -35,7 +35,14 @@ from roarsearch.index.docstore import pack_records
 from roarsearch.index.geo import whole_metres
 from roarsearch.index.index import Index
 from roarsearch.index.merges import merges_held
-from roarsearch.index.state import adopt_saved_payloads, index_to_state, saved_payloads
+from roarsearch.index.state import (
+    SavedChunk,
+    adopt_saved_chunks,
+    adopt_saved_payloads,
+    chunk_buffers,
+    index_to_state,
+    saved_payloads,
+)
 from roarsearch.index.writer import CollectedAdd, PreparedAdd
 from roarsearch.memory import release_free_memory, unmap_unused_soon
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
@@ -466,18 +473,21 @@ class Collection:
         assert self.store is not None
         with merges_held(), self.lock.reading():  # searches go on; writers wait on write_mutex
             self.merges_saved = self.index.merges_landed()
-            state = index_to_state(self.index, sort_orders=final)
+            saved_chunks: list[SavedChunk] = []
+            state = index_to_state(self.index, sort_orders=final, saved_chunks=saved_chunks)
             if not self.settings.is_default:  # older snapshots lack the key: default settings
                 state["settings"] = self.settings.to_dict()
-            saved = self.store.snapshot(state, views_of=(saved_payloads(state),))
+            saved = self.store.snapshot(state, views_of=(saved_payloads(state), *chunk_buffers(saved_chunks)))
         if saved is not None:
-            # The stored records now live in the snapshot's file: keep them as views of it (page
-            # cache, read when a result needs one) instead of a private copy that grows with
-            # every record (at 1M text-heavy records, 200 MB of the build's peak).
+            # The stored records and the postings now live in the snapshot's file: read them as
+            # views of it (page cache, resident while read) instead of private copies that grow
+            # with every record (at 10M text-heavy records, gigabytes of a bulk load's peak).
             with self.lock.writing():
-                adopt_saved_payloads(self.index, state, saved[0])
+                if saved[0] is not None:
+                    adopt_saved_payloads(self.index, state, saved[0])
+                adopt_saved_chunks(saved_chunks, saved[1:])
             self.store.spill.restart()  # every part kept there is now read from the snapshot
-        del state, saved
+        del state, saved, saved_chunks
         release_free_memory()  # the packed state's buffers
         unmap_unused_soon()  # the spill file's regions, and an older snapshot's mapping, now unread
 

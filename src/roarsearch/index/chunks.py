@@ -96,6 +96,25 @@ class Chunk:
                               packed.block_starts),
                    packed, doc_sets=doc_sets)
 
+    def read_saved(self, packed: PackedTokens, doc_sets: Buffer | None) -> None:
+        """Read the token columns from ``packed`` and the doc sets from ``doc_sets`` (when not None)
+        from now on: the same bytes as this chunk's own, as a snapshot saved them, but views of its
+        file (see ``state.adopt_saved_chunks``). Columns kept raw become lazy ones over ``packed``;
+        a lazy column keeps the blocks it inflated. Swapping a buffer is one attribute store: a
+        reader holding the old one reads the same bytes."""
+        for column, data, ends, dtype, delta in ((self._docs, packed.docs, packed.doc_ends, np.uint32, True),
+                                                 (self._positions, packed.positions, packed.position_ends,
+                                                  packed.position_type, False)):
+            if isinstance(column, LazyColumn):
+                column.data = data
+            elif delta:
+                self._docs = LazyColumn(data, ends, packed.tokens, dtype, delta, packed.block_starts)
+            else:
+                self._positions = LazyColumn(data, ends, packed.tokens, dtype, delta, packed.block_starts)
+        self.packed = packed
+        if doc_sets is not None and self.doc_sets is not None:
+            self.doc_sets.data = doc_sets
+
     def ready_doc_sets(self) -> DocSets:
         """Every term's doc set, written now if the chunk has none yet (then kept: a chunk never
         changes). A packed docs column is read slab by slab, not kept inflated."""

@@ -367,10 +367,10 @@ class FieldPostings:
         chunk = self._merged()
         return chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.docs, chunk.positions
 
-    def packed_chunks(self) -> list[tuple[np.ndarray, np.ndarray, PackedTokens, DocSets]]:
-        """Each chunk as (distinct term ids, token count per term, compressed token columns, its
-        terms' doc sets — written now for a chunk that has none yet, and kept)."""
-        return [(chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.pack(), chunk.ready_doc_sets())
+    def packed_chunks(self) -> list[tuple[Chunk, np.ndarray, np.ndarray, PackedTokens, DocSets]]:
+        """Each chunk with its distinct term ids, token count per term, compressed token columns
+        and its terms' doc sets (written now for a chunk that has none yet, and kept)."""
+        return [(chunk, chunk.terms, np.diff(chunk.starts).astype(np.uint32), chunk.pack(), chunk.ready_doc_sets())
                 for chunk in list(self._chunks)]
 
     def load_packed_chunks(self, chunks: list[tuple[np.ndarray, np.ndarray, PackedTokens, DocSets | None]],

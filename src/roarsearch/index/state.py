@@ -20,7 +20,7 @@ from roarsearch.buffers import JoinedBuffers
 from roarsearch.errors import BadRequestError
 from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
 from roarsearch.index.blocks import fixed_block_starts, pack_column, unpack_column
-from roarsearch.index.chunks import PackedTokens
+from roarsearch.index.chunks import Chunk, PackedTokens
 from roarsearch.index.columns import FieldColumns, NumericColumn, ValueColumn
 from roarsearch.index.docsets import DocSets
 from roarsearch.index.docstore import RecordIds, id_sort_key
@@ -60,7 +60,12 @@ def _packed(array: np.ndarray, delta: bool = False) -> dict[str, Any]:
     return {"packed": data, "ends": _bytes(ends), "count": int(array.size)}
 
 
-def index_to_state(index: Index, sort_orders: bool = True) -> dict[str, Any]:
+#: A chunk, the entry a state saves it as and its columns packed in it (see :func:`index_to_state`'s
+#: ``saved_chunks``).
+SavedChunk = tuple[Chunk, dict[str, Any], PackedTokens]
+
+
+def index_to_state(index: Index, sort_orders: bool = True, saved_chunks: list[SavedChunk] | None = None) -> dict[str, Any]:
     """The whole index as msgpack-ready data: bitmaps serialised, numpy arrays as raw buffers.
 
     Layout (version 6): ``docs`` (record ids, the live records' msgpack payloads packed and
@@ -74,6 +79,8 @@ def index_to_state(index: Index, sort_orders: bool = True) -> dict[str, Any]:
     portable roaring bitmap, in term order, and the byte offset where each starts
     (:mod:`roarsearch.index.docsets`)), ``columns`` per field (exists bitmap, numeric pairs and per-doc min/max, exact values
     with their pairs and per-doc first value id).
+
+    ``saved_chunks``: filled with every chunk and its entry, for :func:`adopt_saved_chunks`.
     """
     docstore = index.docs
     postings_state: dict[str, Any] = {}
@@ -81,16 +88,17 @@ def index_to_state(index: Index, sort_orders: bool = True) -> dict[str, Any]:
         # Per chunk, tokens grouped by term: distinct terms with their run lengths, then each
         # token's doc and position, compressed (positions as 2-byte integers when every one
         # fits). Chunks are saved as they are: a snapshot merges nothing.
-        postings_state[path] = {
-            "field_docs": postings.docs.serialize(),
-            "chunks": [{"term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts), "tokens": packed.tokens,
-                        "packed_docs": packed.docs, "doc_ends": _bytes(packed.doc_ends),
-                        "packed_positions": packed.positions, "position_ends": _bytes(packed.position_ends),
-                        "position_bytes": np.dtype(packed.position_type).itemsize,
-                        "block_starts": _bytes(packed.block_starts.astype(np.uint64)),
-                        "doc_sets": doc_sets.data, "doc_set_offsets": _bytes(doc_sets.offsets.astype(np.uint64))}
-                       for term_ids, term_counts, packed, doc_sets in postings.packed_chunks()],
-        }
+        chunks = []
+        for chunk, term_ids, term_counts, packed, doc_sets in postings.packed_chunks():
+            chunks.append({"term_ids": _bytes(term_ids), "term_counts": _bytes(term_counts), "tokens": packed.tokens,
+                           "packed_docs": packed.docs, "doc_ends": _bytes(packed.doc_ends),
+                           "packed_positions": packed.positions, "position_ends": _bytes(packed.position_ends),
+                           "position_bytes": np.dtype(packed.position_type).itemsize,
+                           "block_starts": _bytes(packed.block_starts.astype(np.uint64)),
+                           "doc_sets": doc_sets.data, "doc_set_offsets": _bytes(doc_sets.offsets.astype(np.uint64))})
+            if saved_chunks is not None:
+                saved_chunks.append((chunk, chunks[-1], packed))
+        postings_state[path] = {"field_docs": postings.docs.serialize(), "chunks": chunks}
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
         state: dict[str, Any] = {"exists": columns.exists.serialize(), "has_text": columns.has_text,
@@ -184,6 +192,29 @@ def adopt_saved_payloads(index: Index, state: dict[str, Any], saved: memoryview)
     does. The caller holds the index's write lock: no reader may see the parts half swapped."""
     block = state["docs"]["payload_block"]
     index.docs.payload_block_from_state({**block, "lengths": _array(block["lengths"], np.uint32), "data": saved})
+
+
+#: The large parts of a saved chunk, read from the snapshot's file once it is written.
+CHUNK_VIEWS = ("packed_docs", "packed_positions", "doc_sets")
+
+
+def chunk_buffers(saved_chunks: list[SavedChunk]) -> list[Any]:
+    """The large buffers of ``saved_chunks``' entries, in order: three per chunk (:data:`CHUNK_VIEWS`)."""
+    return [entry[part] for _chunk, entry, _packed in saved_chunks for part in CHUNK_VIEWS]
+
+
+def adopt_saved_chunks(saved_chunks: list[SavedChunk], views: list[memoryview | None]) -> None:
+    """After the state holding ``saved_chunks`` was written as a snapshot, let each chunk read its
+    token columns and doc sets from ``views`` (the snapshot's copies of :func:`chunk_buffers`, None
+    where one was too small to be written apart) instead of a private copy: they live in the page
+    cache then, resident only while read, as a reopened index's do. A chunk built since the
+    previous snapshot gives up its raw columns (6 to 8 bytes a token) for blocks inflated as
+    reads reach them; blocks already inflated stay."""
+    for number, (chunk, _entry, packed) in enumerate(saved_chunks):
+        docs, positions, doc_sets = views[3 * number:3 * number + 3]
+        chunk.read_saved(packed._replace(docs=packed.docs if docs is None else docs,
+                                         positions=packed.positions if positions is None else positions),
+                         doc_sets)
 
 
 def _token_chunk(saved: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -84,18 +84,20 @@ def _container_header_size(count: int) -> int:
 
 class _Blobs:
     """Large binary values set aside for the blob region: each an 8-byte aligned byte range.
-    ``placements``, when given, records each value's offset in the region by ``id(value)``."""
+    ``placements``, when given, records each value's offset in the region by ``id(value)`` (the
+    value as the state holds it, not a view made of it here)."""
 
     def __init__(self, placements: dict[int, int] | None = None) -> None:
         self.views: list[Buffer] = []
         self.size = 0
         self.placements = placements
 
-    def add(self, view: Buffer | JoinedBuffers) -> bytes:
-        """Set ``view`` aside; returns the packed reference to it that goes in its place."""
+    def add(self, view: Buffer | JoinedBuffers, value: object = None) -> bytes:
+        """Set ``view`` (of the state's ``value``, if another object) aside; returns the packed
+        reference to it that goes in its place."""
         offset = self.size
         if self.placements is not None:
-            self.placements[id(view)] = offset
+            self.placements[id(view if value is None else value)] = offset
         parts = view if isinstance(view, JoinedBuffers) else (view,)
         self.views.extend(parts)
         length = view.size if isinstance(view, JoinedBuffers) else len(view)
@@ -119,7 +121,7 @@ def _pieces(value: Any, packer: msgpack.Packer, blobs: _Blobs | None = None) -> 
     elif isinstance(value, (bytes, bytearray, memoryview)):
         view = memoryview(value).cast("B") if isinstance(value, memoryview) else value
         if len(view) >= DIRECT_WRITE_BYTES and blobs is not None:
-            yield blobs.add(view)
+            yield blobs.add(view, value)
         elif len(view) >= DIRECT_WRITE_BYTES:
             yield _bin_header(len(view))
             yield view

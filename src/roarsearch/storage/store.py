@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from roarsearch.buffers import JoinedBuffers
+from roarsearch.buffers import Buffer, JoinedBuffers
 from roarsearch.errors import BadRequestError, CorruptionError, StorageError
 from roarsearch.storage.format import DIRECTORY_FORMAT, DIRECTORY_FORMAT_PREFIX, FORMAT_VERSION
 from roarsearch.storage.fs import FileSystem
@@ -118,12 +118,13 @@ class CollectionStore:
         byte_threshold = max(SNAPSHOT_LOG_BYTES, int(self.snapshot_bytes * SNAPSHOT_GROWTH)) * factor
         return self.wal.size_bytes >= byte_threshold or self.wal.record_count >= SNAPSHOT_LOG_RECORDS * factor
 
-    def snapshot(self, index_state: Any, views_of: tuple[JoinedBuffers, ...] = ()) -> list[memoryview] | None:
+    def snapshot(self, index_state: Any, views_of: tuple[Buffer | JoinedBuffers, ...] = ()) -> list[memoryview | None] | None:
         """Write ``index_state`` (which must include every logged batch) as the snapshot, then reset the log.
 
-        ``views_of``: large binary values of the state to get back as read-only views of the new
-        file (as if it had been reopened), in that order; None when the file could not be mapped
-        (the snapshot itself is written: the caller keeps its own copies).
+        ``views_of``: binary values of the state to get back as read-only views of the new file
+        (as if it had been reopened), in that order, each None if it was too small to be written
+        apart (it stays inline in the msgpack); None when the file could not be mapped (the
+        snapshot itself is written: the caller keeps its own copies).
         Raises :class:`StorageError` when the disk refuses; the batches stay safe in the log either way.
         """
         last_seq = self.wal.next_seq - 1
@@ -137,8 +138,8 @@ class CollectionStore:
             return None
         try:
             with memoryview(self.fs.map_file(self.snapshot_path)) as whole:
-                return [whole[placements[id(value)]:placements[id(value)] + value.size].toreadonly()
-                        for value in views_of]
+                return [whole[placements[id(value)]:placements[id(value)] + _byte_size(value)].toreadonly()
+                        if id(value) in placements else None for value in views_of]
         except (OSError, KeyError, ValueError) as error:
             log.warning("%s: the new snapshot could not be mapped (%s); its stored records stay in memory",
                         self.snapshot_path, error)
@@ -164,6 +165,10 @@ class CollectionStore:
 
     def close(self) -> None:
         """Nothing stays open between calls; present so that callers can treat every store alike."""
+
+
+def _byte_size(value: Buffer | JoinedBuffers) -> int:
+    return value.size if isinstance(value, JoinedBuffers) else memoryview(value).nbytes
 
 
 class DataDirectoryStore:

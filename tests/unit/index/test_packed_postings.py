@@ -139,7 +139,7 @@ def test_fresh_postings_pack_without_loading() -> None:
     postings = FieldPostings()
     postings.add(np.asarray([0, 0, 1], dtype=np.uint32), np.asarray([4, 2, 4], dtype=np.uint32),
                  np.asarray([0, 1, 0], dtype=np.uint32))
-    (terms, counts, packed, doc_sets), = postings.packed_chunks()
+    (_chunk, terms, counts, packed, doc_sets), = postings.packed_chunks()
     assert terms.tolist() == [2, 4] and counts.tolist() == [1, 2] and packed.tokens == 3
     assert unpack_column(packed.docs, packed.doc_ends, 3, np.uint32, True).tolist() == [0, 0, 1]
     assert [list(doc_sets.bitmap(slot)) for slot in range(2)] == [[0], [0, 1]]
