@@ -255,7 +255,9 @@ class Engine:
         target = self._collection(collection, create=True)
         with target.write_mutex:  # read-modify-write of the settings, serialised with other writes
             new = updated_settings(target.settings, settings)
-            check_space_changes(target.settings.vectors, new.vectors, target.index)
+            index = target.index
+            check_space_changes(target.settings.vectors, new.vectors,
+                                lambda name: index.vectors.holds_vectors(name, index.alive))
             target._write_locked({"op": "settings", "settings": new.to_dict()})
         return new.to_dict()
 

@@ -15,7 +15,6 @@ from rapidfuzz import process
 
 from roarsearch.engine.request import SORT_KEY
 from roarsearch.errors import BadRequestError
-from roarsearch.index.index import Index
 from roarsearch.index.vectors import MAX_DIMENSIONS, METRICS
 from roarsearch.query.intervals import parse_interval
 from roarsearch.query.settings import DEFAULT_SETTINGS, Settings, settings_from_dict
@@ -258,13 +257,14 @@ def updated_settings(current: Settings, update: Any) -> Settings:
 
 
 def check_space_changes(old: tuple[tuple[str, int, str], ...], new: tuple[tuple[str, int, str], ...],
-                        index: Index) -> None:
+                        holds_vectors: Callable[[str], bool]) -> None:
     """A 400 when ``new`` changes the dimensions or metric of a space whose vectors some live record
-    holds (removing the space is allowed: it drops them)."""
+    holds (removing the space is allowed: it drops them). ``holds_vectors(name)`` is asked only of
+    changed spaces (a sharded collection asks its shards)."""
     declared = {name: (dimensions, metric) for name, dimensions, metric in new}
     for name, dimensions, metric in old:
         changed = declared.get(name)
-        if changed is not None and changed != (dimensions, metric) and index.vectors.holds_vectors(name, index.alive):
+        if changed is not None and changed != (dimensions, metric) and holds_vectors(name):
             raise BadRequestError(
                 f"vectors.{name}: records hold vectors of {dimensions} dimensions ({metric}); its dimensions and "
                 f"metric cannot change while they do (remove the space with null, which drops its vectors, "

@@ -54,6 +54,18 @@ def nearest_finder(index: Index, request: SearchRequest, vector: VectorQuery) ->
     return nearest
 
 
+def fused_score(keyword_at: int | None, vector_at: int | None, ratio: float) -> float:
+    """One record's fused score from its 1-based positions (None: absent from that list), with the
+    very float operations of :func:`fuse` (so ``roarsearch.cluster`` computes the same bits). A
+    vector-only search's ``_rank`` is ``fused_score(None, b, 1.0)``."""
+    score = 0.0
+    if keyword_at is not None:
+        score += (1.0 - ratio) / (RRF_K + float(keyword_at))
+    if vector_at is not None:
+        score += ratio / (RRF_K + float(vector_at))
+    return score
+
+
 def fuse(keyword: np.ndarray, vector: np.ndarray, ratio: float,
          id_rank: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """The fused order of two ordered doc lists: (docs, scores), best first."""
@@ -71,6 +83,21 @@ def fuse(keyword: np.ndarray, vector: np.ndarray, ratio: float,
     ids = docs if id_rank is None else id_rank[docs]
     order = np.lexsort((ids, vector_at, keyword_at, -scores))
     return docs[order], scores[order]
+
+
+def keyword_order(context: SearchContext) -> tuple[np.ndarray, Ranker]:
+    """Every keyword match (``context.candidates``, before the vector matches join them) in the
+    keyword order of contract §4 — relevance, the settings' customRanking, then id, whatever the
+    request's own sort — and the ranker that placed them (its ``ranks`` hold each one's ``_rank``).
+    ``roarsearch.cluster`` uses it too: a shard's keyword positions must be the engine's."""
+    request = context.request
+    keyword_matches = context.candidates
+    unsorted = SearchRequest(request.collection, request.query, request.search_fields, geo=request.geo)
+    keyword_context = SearchContext(context.index, unsorted, context.fields, context.matcher, context.words,
+                                    context.word_docs, context.facet_filters, keyword_matches,
+                                    settings=context.settings)
+    ranker = Ranker(keyword_context)
+    return np.asarray(ranker.docs(keyword_matches, 0, len(keyword_matches)), dtype=np.int64), ranker
 
 
 class VectorSearch:
@@ -91,11 +118,7 @@ class VectorSearch:
         id_rank = index.docs.id_rank()
         if self.hybrid:
             keyword_matches = context.candidates
-            unsorted = SearchRequest(request.collection, request.query, request.search_fields, geo=request.geo)
-            keyword_context = SearchContext(index, unsorted, context.fields, context.matcher, context.words,
-                                            context.word_docs, context.facet_filters, keyword_matches,
-                                            settings=context.settings)
-            keyword = np.asarray(Ranker(keyword_context).docs(keyword_matches, 0, len(keyword_matches)), dtype=np.int64)
+            keyword, _ranker = keyword_order(context)
             order, ranks = fuse(keyword, vector_docs, request.semantic_ratio, id_rank)
             self.matches: AbstractBitMap = keyword_matches | bitmap_from_array(vector_docs.astype(np.uint32))
         else:
@@ -191,4 +214,4 @@ def shown_vectors(results: list[dict[str, Any]], request: SearchRequest, index: 
             shown[VECTORS_FIELD] = {name: values for name, values in vectors.items() if name in spaces}
 
 
-__all__ = ["RRF_K", "FusedRanker", "VectorSearch", "fuse", "nearest_finder", "shown_vectors"]
+__all__ = ["RRF_K", "FusedRanker", "VectorSearch", "fuse", "fused_score", "keyword_order", "nearest_finder", "shown_vectors"]
