@@ -35,18 +35,13 @@ import numpy as np
 from roarsearch.analysis.analyzer import analyze
 from roarsearch.cluster.coordinator import FILES, write_durably
 from roarsearch.cluster.merge import oriented
+from roarsearch.cluster.partial import SortPart, field_sort_part, numeric_sums, relevance_cost, resolved_body
 from roarsearch.engine.collection import Collection
 from roarsearch.engine.engine import Engine
 from roarsearch.errors import DirectoryLockedError, NotFoundError
-from roarsearch.facets.numeric import _candidate_values
 from roarsearch.facets.value_search import _number_matches, _string_matches
-from roarsearch.index.bitmaps import array_from_bitmap
-from roarsearch.index.docstore import id_sort_key
-from roarsearch.index.index import Index
 from roarsearch.query.context import SearchContext, filter_docs, prepare_search
-from roarsearch.query.facet_filters import NUMERIC
 from roarsearch.query.fields import held_fields
-from roarsearch.query.geo import GEO_DISTANCE_FIELD
 from roarsearch.query.plan import allowed_typos
 from roarsearch.query.request import SearchRequest, SortKey
 from roarsearch.ranking.fusion import FusedRanker
@@ -56,50 +51,8 @@ PREPARED_DIR = "twophase"
 #: Seconds a restarted shard waits for its killed predecessor to release the directory lock.
 LOCK_WAIT_SECONDS = 30.0
 
-SortPart = tuple[int, Any]
 #: (explicit sort parts, relevance cost, oriented customRanking parts, record id)
 MergeKey = tuple[list[Any], int, list[Any], Any]
-
-
-def resolved_body() -> dict[str, Any]:
-    """The body a shard's collection sees: it names ``searchFields``, so the collection keeps the
-    driver's resolved list instead of re-applying the settings' ``*`` over this shard's fields."""
-    return {"searchFields": ["(resolved by the driver)"]}
-
-
-def relevance_cost(rank: float) -> int:
-    """The packed cost behind ``_rank`` (exact: ``_rank`` is ``1 - cost / 2**32``)."""
-    return round((1.0 - rank) * float(1 << 32))
-
-
-def field_sort_part(index: Index, field: str, doc: int, descending: bool, record_id: Any = None,
-                    distance: float | None = None) -> SortPart:
-    """(class, value) of ``doc`` for one sort key, as ``ranking.sort`` orders it, but comparable
-    across shards: class 0/1 = number/string (swapped when descending), 2 = missing; a string
-    is ``(folded,)`` (values that fold alike tie); an array gives its smallest value ascending,
-    its largest descending, in the order numbers < strings.
-    ``id`` sorts by the id itself (integers first); ``_geoDistance`` by ``distance``, the exact
-    distance (NaN or None: no point, last both ways)."""
-    if field == "id":
-        return (0, id_sort_key(record_id))
-    if field == GEO_DISTANCE_FIELD and distance is not None:
-        return (2, 0) if math.isnan(distance) else (0, distance)
-    columns = index.field_columns(field)
-    if columns is None:
-        return (2, 0)
-    part: SortPart = (2, 0)
-    if columns.values is not None:
-        docs, value_ids = columns.values.pairs()
-        lo, hi = np.searchsorted(docs, doc, side="left"), np.searchsorted(docs, doc, side="right")
-        if hi > lo:
-            folded = columns.values.folded
-            keys = [(folded[value_id],) for value_id in value_ids[lo:hi].tolist()]
-            part = (0 if descending else 1, max(keys) if descending else min(keys))
-    if columns.numeric is not None and not (descending and part[0] != 2):  # descending, a string wins
-        source = columns.numeric.maximum.data if descending else columns.numeric.minimum.data
-        if doc < source.size and not math.isnan(float(source[doc])):
-            part = (1 if descending else 0, float(source[doc]))
-    return part
 
 
 class ShardActor:
@@ -291,22 +244,7 @@ class ShardActor:
                 extra["keys"] = [key(result) for result in response["results"]]
             else:
                 extra["keys"] = [[key(result) for result in group["results"]] for group in response["results"]]
-            sums = []
-            for field in request.numeric_facets:
-                if field == GEO_DISTANCE_FIELD and around is not None:  # the whole metres results show
-                    metres = np.floor(index.geo.distances(array_from_bitmap(context.candidates),
-                                                          around.lat, around.lng) + 0.5)
-                    metres = metres[~np.isnan(metres)]
-                    sums.append((float(metres.sum()), int(metres.size)))
-                    continue
-                columns = index.columns.get(field)
-                candidates = context.without_facet_filter(field, NUMERIC)
-                if columns is None or columns.numeric is None or not candidates:
-                    sums.append((0.0, 0))
-                    continue
-                values, _docs = _candidate_values(columns, candidates, context.masks)
-                sums.append((float(values.sum()), int(values.size)))
-            extra["sums"] = sums
+            extra["sums"] = numeric_sums(context)
 
         with target.lock.reading():
             response = target.search(request, resolved_body(), kept_words=kept_words, inspect=inspect)
