@@ -38,12 +38,14 @@ from typing import Any
 import msgpack
 
 from roarsearch.cluster.coordinator import Coordinator
-from roarsearch.cluster.merge import merge_facet_values, merge_responses
+from roarsearch.cluster.merge import merge_counts, merge_facet_values, merge_responses
 from roarsearch.cluster.shard import ShardActor
+from roarsearch.cluster.shard_vectors import Recipe, widened_facets
+from roarsearch.cluster.vector_merge import Placed, groups_of, merge_nearest, order_candidates, page_of, placed_candidates
 from roarsearch.engine.collection import ReadWriteLock
 from roarsearch.engine.engine import Engine, encode_cursor, run_multi_search
 from roarsearch.engine.request import check_collection_id, parse_search_request
-from roarsearch.engine.settings import updated_settings
+from roarsearch.engine.settings import check_space_changes, updated_settings
 from roarsearch.errors import (
     BadRequestError,
     InternalError,
@@ -52,6 +54,7 @@ from roarsearch.errors import (
     ServiceUnavailableError,
 )
 from roarsearch.index.docstore import id_sort_key
+from roarsearch.index.vectors import check_record_vectors
 from roarsearch.query.filter_parser import parse_filter
 from roarsearch.query.plan import resolve_search_fields
 from roarsearch.query.request import SearchRequest
@@ -324,7 +327,19 @@ class ShardedEngine:
         commit whose commit line carries the new settings); creates the collection if needed."""
         collection_id = check_collection_id(collection, "collectionId")
         with self._write_lock:  # read-modify-write, serialised with every other write
-            new = updated_settings(self._settings(collection_id), settings).to_dict()
+            current = self._settings(collection_id)
+            updated = updated_settings(current, settings)
+            holding: list[set[str]] = []  # spaces whose vectors a live record holds, asked once if needed
+
+            def holds_vectors(name: str) -> bool:
+                if not holding:
+                    with self._rw.reading():
+                        parts = self._call_all(lambda actor: actor.spaces_with_vectors.remote(collection_id))
+                    holding.append({space for part in parts.values() for space in part})
+                return name in holding[0]
+
+            check_space_changes(current.vectors, updated.vectors, holds_vectors)
+            new = updated.to_dict()
             self._write(collection_id, {shard: {"op": "settings", "settings": new} for shard in range(self.shards)},
                         [], settings=new)
         return new
@@ -353,6 +368,7 @@ class ShardedEngine:
         """Insert or replace records, all or nothing across the shards (``{"status": 201}``)."""
         check_collection_id(collection, "collectionId")
         batch = validate_records(records)
+        check_record_vectors(batch, self._settings(collection).vectors)  # the spaces every shard declares
         parts: dict[int, list[dict[str, Any]]] = {}
         for record in batch:
             parts.setdefault(shard_of(record["id"], self.shards), []).append(record)
@@ -496,27 +512,123 @@ class ShardedEngine:
         """Scatter ``request`` to every shard and merge: the single engine's response (contract §10)."""
         started = time.perf_counter()
         parsed = parse_search_request(request)
-        if parsed.vector is not None:
-            raise BadRequestError("vector: a sharded collection does not take vector searches yet; "
-                                  "use an Engine for vector and hybrid search", field="vector")
         with self._rw.reading():
             parsed = self._with_settings(parsed, request)
-            fields = self._coordinator.text_fields.get(parsed.collection, [])
-            widened = dataclasses.replace(
-                parsed,
-                search_fields=tuple(resolve_search_fields(parsed.search_fields, fields)),
-                skip=0,
-                count=parsed.skip + parsed.count,
-                facet_count=EVERYTHING,
-                group_count=EVERYTHING if parsed.group_by is not None else parsed.group_count,
-                group_limit=max(parsed.group_limit, 1),
-            )
-            parts = self._scatter(lambda actor, kept: actor.search.remote(widened, kept))
-            if not any(part["exists"] for part in parts):
-                raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
-        merged = merge_responses(parsed, request, parts)
+            widened = self._widened(parsed)
+            if parsed.vector is not None:
+                merged = self._vector_search(parsed, widened, request)
+            else:
+                parts = self._scatter(lambda _shard, actor, kept: actor.search.remote(widened, kept))
+                if not any(part["exists"] for part in parts):
+                    raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
+                merged = merge_responses(parsed, request, parts)
         merged["responseTime"] = round((time.perf_counter() - started) * 1000)
         return merged
+
+    def _widened(self, parsed: SearchRequest) -> SearchRequest:
+        """The request each shard runs: ``*`` resolved over the collection-wide field order, the
+        page from the first result, every facet value and every group."""
+        fields = self._coordinator.text_fields.get(parsed.collection, [])
+        return dataclasses.replace(
+            parsed,
+            search_fields=tuple(resolve_search_fields(parsed.search_fields, fields)),
+            skip=0,
+            count=parsed.skip + parsed.count,
+            facet_count=EVERYTHING,
+            group_count=EVERYTHING if parsed.group_by is not None else parsed.group_count,
+            group_limit=max(parsed.group_limit, 1),
+        )
+
+    def _vector_search(self, parsed: SearchRequest, widened: SearchRequest, body: dict[str, Any]) -> dict[str, Any]:
+        """A ``vector`` request in four rounds (:mod:`roarsearch.cluster.vector_merge`): the global
+        nearest, counts and candidates, keyword positions (hybrid), the page's records."""
+        assert parsed.vector is not None
+        try:
+            first = self._gather({shard: lambda actor: actor.nearest.remote(widened) for shard in range(self.shards)})
+        except _Unavailable as error:
+            raise error.as_503() from None
+        found = [part for part in first.values() if part["exists"]]
+        if not found:
+            raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
+        metric, k = found[0]["metric"], parsed.vector.k
+        vector = merge_nearest([part["nearest"] for part in found], k, metric)
+        facets = {facet: merge_nearest([part["facets"][facet] for part in found], k, metric)
+                  for facet in widened_facets(widened)}
+        owner = {id_sort_key(record_id): shard for shard, part in first.items() if part["exists"]
+                 for entries in (part["nearest"], *part["facets"].values()) for record_id, _score in entries}
+        token = uuid.uuid4().hex
+        recipes: dict[int, Recipe] = {}
+
+        def recipe(shard: int, kept: int | None) -> Recipe:
+            held = [(record_id, position) for position, (record_id, _score) in enumerate(vector, 1)
+                    if owner[id_sort_key(record_id)] == shard]
+            lists = {facet: [record_id for record_id, _score in entries if owner[id_sort_key(record_id)] == shard]
+                     for facet, entries in facets.items()}
+            recipes[shard] = (widened, kept, held, lists)
+            return recipes[shard]
+
+        try:
+            parts = self._scatter(lambda shard, actor, kept: actor.vector_search.remote(token, recipe(shard, kept)))
+            hybrid = any(part["hybrid"] for part in parts)
+            placed = placed_candidates({shard: part["candidates"] for shard, part in enumerate(parts)}, vector)
+            if hybrid:
+                self._keyword_positions(token, recipes, placed)
+            ordered = order_candidates(parsed, placed, hybrid)
+            if parsed.group_by is None:
+                shown: list[Placed] = page_of(parsed, ordered)
+                groups = []
+            else:
+                groups = groups_of(parsed, ordered, [part["groups"] for part in parts])
+                shown = [entry for _value, _total, entries in groups for entry in entries]
+            rendered = self._render(token, recipes, shown)
+        except _Unavailable as error:
+            raise error.as_503() from None
+        finally:
+            self._forget(token)
+        if parsed.group_by is None:
+            results: list[Any] = [rendered[id(entry)] for entry in shown]
+        else:
+            results = [{"value": value, "totalHits": total, "results": [rendered[id(entry)] for entry in entries]}
+                       for value, total, entries in groups]
+        return merge_counts(parsed, body, parts, results)
+
+    def _keyword_positions(self, token: str, recipes: dict[int, Recipe], placed: list[Placed]) -> None:
+        """Round 3: each keyword match's global position, its own shard's plus every other
+        shard's keyword matches before its keyword key."""
+        keyed = [entry for entry in placed if entry.keyword_key is not None]
+        asked = {shard: [entry for entry in keyed if entry.shard != shard] for shard in recipes}
+        asked = {shard: entries for shard, entries in asked.items() if entries}
+        counts = self._gather({shard: _counts_call(token, recipes[shard], [entry.keyword_key for entry in entries])
+                               for shard, entries in asked.items()})
+        for shard, entries in asked.items():
+            for entry, before in zip(entries, counts[shard]):
+                assert entry.keyword_at is not None
+                entry.keyword_at += before
+
+    def _render(self, token: str, recipes: dict[int, Recipe], shown: list[Placed]) -> dict[int, dict[str, Any]]:
+        """Round 4: the shown records from their shards, with ``_rank`` and ``_vectorScore`` set
+        (keyed by ``id()`` of each :class:`Placed`)."""
+        by_shard: dict[int, list[Placed]] = {}
+        for entry in shown:
+            by_shard.setdefault(entry.shard, []).append(entry)
+        parts = self._gather({shard: _render_call(token, recipes[shard], [entry.record_id for entry in entries])
+                              for shard, entries in by_shard.items()})
+        rendered: dict[int, dict[str, Any]] = {}
+        for shard, entries in by_shard.items():
+            for entry, result in zip(entries, parts[shard]):
+                result["_rank"] = entry.rank
+                if entry.vector_score is not None:
+                    result["_vectorScore"] = entry.vector_score
+                rendered[id(entry)] = result
+        return rendered
+
+    def _forget(self, token: str) -> None:
+        """Shards drop a search's kept state (round 4 did already where it ran; a failed search's too)."""
+        for actor in self._actors:
+            try:
+                actor.forget.remote(token)  # fire and forget: nothing waits on it
+            except Exception as error:
+                log.debug("forgetting search %s: %s", token, error)
 
     def _with_settings(self, parsed: SearchRequest, body: dict[str, Any]) -> SearchRequest:
         """The request with the settings' ``searchFields`` where the body gives none (as
@@ -530,15 +642,16 @@ class ShardedEngine:
         """Up to 100 searches; one answer per search in order: its response, or its Error object."""
         return run_multi_search(self.search, searches, MULTI_SEARCH_THREADS)  # threads overlap the shard round trips
 
-    def _scatter(self, call: Callable[[Any, int | None], Any]) -> list[dict[str, Any]]:
+    def _scatter(self, call: Callable[[int, Any, int | None], Any]) -> list[dict[str, Any]]:
         """Two rounds when needed: each shard keeps as many words as it can; shards that kept
-        fewer than the most any shard kept run again with that number (word dropping is global)."""
+        fewer than the most any shard kept run again with that number (word dropping is global).
+        ``call(shard, actor, kept)`` (``kept`` None: as many as the shard can)."""
         try:
-            parts = self._gather({shard: (lambda actor: call(actor, None)) for shard in range(self.shards)})
+            parts = self._gather({shard: _kept_call(call, shard, None) for shard in range(self.shards)})
             kept = max(part["kept"] for part in parts.values())
             again = [shard for shard, part in parts.items() if part["kept"] != kept]
             if again:
-                parts.update(self._gather({shard: (lambda actor: call(actor, kept)) for shard in again}))
+                parts.update(self._gather({shard: _kept_call(call, shard, kept) for shard in again}))
         except _Unavailable as error:
             raise error.as_503() from None
         return [parts[shard] for shard in range(self.shards)]
@@ -558,7 +671,7 @@ class ShardedEngine:
             fields = self._coordinator.text_fields.get(parsed.collection, [])
             widened = dataclasses.replace(parsed, search_fields=tuple(resolve_search_fields(parsed.search_fields, fields)),
                                           facet_query_count=EVERYTHING)
-            parts = self._scatter(lambda actor, kept: actor.facet_values.remote(widened, facet, kept))
+            parts = self._scatter(lambda _shard, actor, kept: actor.facet_values.remote(widened, facet, kept))
             if not any(part["exists"] for part in parts):
                 raise NotFoundError(f"collection '{parsed.collection}' not found", field="collection")
         return {"values": merge_facet_values([part["values"] for part in parts], parsed.facet_query_count)}
@@ -570,6 +683,18 @@ def _prepare_call(tx: str, collection: str, payload: dict[str, Any]) -> Callable
 
 def _get_call(collection: str, ids: list[int | str]) -> Callable[[Any], Any]:
     return lambda actor: actor.get_records.remote(collection, ids)
+
+
+def _kept_call(call: Callable[[int, Any, int | None], Any], shard: int, kept: int | None) -> Callable[[Any], Any]:
+    return lambda actor: call(shard, actor, kept)
+
+
+def _counts_call(token: str, recipe: Recipe, keys: list[Any]) -> Callable[[Any], Any]:
+    return lambda actor: actor.keyword_counts.remote(token, recipe, keys)
+
+
+def _render_call(token: str, recipe: Recipe, record_ids: list[Any]) -> Callable[[Any], Any]:
+    return lambda actor: actor.render.remote(token, recipe, record_ids)
 
 
 class _Unavailable(Exception):

@@ -128,7 +128,6 @@ def merge_numeric_facet(parts: list[dict[str, Any]], sums: list[tuple[float, int
 
 def merge_responses(request: SearchRequest, body: dict[str, Any], shards: list[dict[str, Any]]) -> dict[str, Any]:
     """The single-engine response from the shards' partial answers (``responseTime`` left to the caller)."""
-    responses = [shard["response"] for shard in shards]
     if request.group_by is None:
         placed = [(order_key(request, key), result)
                   for shard in shards for result, key in zip(shard["response"]["results"], shard["keys"])]
@@ -136,6 +135,15 @@ def merge_responses(request: SearchRequest, body: dict[str, Any], shards: list[d
         results: list[Any] = [result for _key, result in placed[request.skip:request.skip + request.count]]
     else:
         results = merge_groups(request, shards)
+    return merge_counts(request, body, shards, results)
+
+
+def merge_counts(request: SearchRequest, body: dict[str, Any], shards: list[dict[str, Any]],
+                 results: list[Any]) -> dict[str, Any]:
+    """The response around ``results`` (merged by the caller): facets, stats, ``totalHits`` and
+    warnings from the shards' partial answers (each a ``response`` with those keys, ``sums`` and
+    ``held``)."""
+    responses = [shard["response"] for shard in shards]
     text = [merge_text_facet(field, [response["textFacets"][position]["values"] for response in responses],
                              request.facet_count)
             for position, field in enumerate(request.text_facets)]

@@ -15,6 +15,10 @@ Owns: the shard side of contract §10 —
   the exact distance, ``id`` as the id), the packed relevance cost behind ``_rank``, the
   settings' ``customRanking`` keys (already oriented) and the record id; per numeric facet the
   sum and number of values (``avg`` = sum / number of values).
+- a ``vector`` search takes four rounds (:mod:`roarsearch.cluster.shard_vectors`): ``nearest``,
+  ``vector_search``, ``keyword_counts`` (hybrid only) and ``render``; the shard keeps each
+  search's state between its rounds by the driver's token (at most :data:`PARTIALS_KEPT`; one
+  pushed out is computed again from the recipe every round carries).
 - records and collections: ``get_records`` aligned to the ids asked, ``page_records``,
   ``collections`` and ``collection_info`` of this shard (``None`` where it lacks the collection:
   a collection exists where some shard holds it); settings and drops arrive as prepared batches.
@@ -26,7 +30,9 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 import msgpack
@@ -36,6 +42,7 @@ from roarsearch.analysis.analyzer import analyze
 from roarsearch.cluster.coordinator import FILES, write_durably
 from roarsearch.cluster.merge import oriented
 from roarsearch.cluster.partial import SortPart, field_sort_part, numeric_sums, relevance_cost, resolved_body
+from roarsearch.cluster.shard_vectors import Recipe, VectorPartial, nearest_lists
 from roarsearch.engine.collection import Collection
 from roarsearch.engine.engine import Engine
 from roarsearch.errors import DirectoryLockedError, NotFoundError
@@ -48,6 +55,9 @@ from roarsearch.ranking.fusion import FusedRanker
 from roarsearch.ranking.ranker import Ranker
 
 PREPARED_DIR = "twophase"
+#: Vector searches a shard keeps between their rounds (more in flight at once: the oldest are
+#: computed again when their next round comes).
+PARTIALS_KEPT = 32
 #: Seconds a restarted shard waits for its killed predecessor to release the directory lock.
 LOCK_WAIT_SECONDS = 30.0
 
@@ -72,6 +82,9 @@ class ShardActor:
                 time.sleep(0.1)
         self.prepared_path = os.path.join(path, PREPARED_DIR)
         os.makedirs(self.prepared_path, exist_ok=True)
+        #: The vector searches between their rounds, by the driver's token (newest last).
+        self._partials: OrderedDict[str, tuple[Collection, VectorPartial]] = OrderedDict()
+        self._partials_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -249,6 +262,72 @@ class ShardActor:
         with target.lock.reading():
             response = target.search(request, resolved_body(), kept_words=kept_words, inspect=inspect)
         return {"exists": exists, "response": response, **extra}
+
+    def spaces_with_vectors(self, collection: str) -> list[str]:
+        """The vector spaces of which some live record here holds a vector (a settings update may
+        not change their dimensions or metric)."""
+        target = self._existing(collection)
+        if target is None:
+            return []
+        with target.lock.reading():
+            index = target.index
+            return [name for name in index.vectors.spaces if index.vectors.holds_vectors(name, index.alive)]
+
+    # ------------------------------------------------------------------ vector search (shard_vectors)
+
+    def nearest(self, request: SearchRequest) -> dict[str, Any]:
+        """Round 1 of a vector search: this shard's nearest lists (``exists`` False without the collection)."""
+        target = self._existing(request.collection)
+        if target is None:
+            return {"exists": False}
+        with target.lock.reading():
+            return {"exists": True, **nearest_lists(target.index, request)}
+
+    def vector_search(self, token: str, recipe: Recipe) -> dict[str, Any]:
+        """Round 2: counts and the page's candidates; the search is kept for rounds 3 and 4."""
+        target = self._existing(recipe[0].collection)
+        exists = target is not None
+        collection = target if target is not None else Collection(recipe[0].collection)
+        with collection.lock.reading():
+            partial = VectorPartial(collection, recipe)
+            answer = partial.answer()
+        with self._partials_lock:
+            self._partials[token] = (collection, partial)
+            while len(self._partials) > PARTIALS_KEPT:
+                self._partials.popitem(last=False)
+        return {"exists": exists, **answer}
+
+    def keyword_counts(self, token: str, recipe: Recipe, keys: list[tuple[Any, ...]]) -> list[int]:
+        """Round 3 (hybrid): per keyword key, the keyword matches here that precede it."""
+        collection, partial = self._partial(token, recipe, keep=True)
+        with collection.lock.reading():
+            return partial.keyword_counts(keys)
+
+    def render(self, token: str, recipe: Recipe, record_ids: list[Any]) -> list[dict[str, Any]]:
+        """Round 4: the page's records held here, in the order asked; the search is then forgotten."""
+        collection, partial = self._partial(token, recipe, keep=False)
+        with collection.lock.reading():
+            return partial.render(record_ids)
+
+    def forget(self, token: str) -> None:
+        """Drop a kept search (the driver gave up on it)."""
+        with self._partials_lock:
+            self._partials.pop(token, None)
+
+    def _partial(self, token: str, recipe: Recipe, *, keep: bool) -> tuple[Collection, VectorPartial]:
+        with self._partials_lock:
+            kept = self._partials.get(token) if keep else self._partials.pop(token, None)
+        if kept is not None:
+            return kept
+        # Pushed out by newer searches: computed again (no write lands between the driver's rounds).
+        target = self._existing(recipe[0].collection)
+        collection = target if target is not None else Collection(recipe[0].collection)
+        with collection.lock.reading():
+            partial = VectorPartial(collection, recipe)
+        if keep:
+            with self._partials_lock:
+                self._partials[token] = (collection, partial)
+        return collection, partial
 
     def facet_values(self, request: SearchRequest, facet: str, kept_words: int | None) -> dict[str, Any]:
         """Every value of ``facet`` matching the facet query, as ``(match rank, value, count)``: the
