@@ -7,7 +7,9 @@
 - every other route answers as a single-engine server does (status and body, timings aside):
   settings (GET, PUT, a bad PUT), records by id (integer and string ids, 404), record pages
   walked to the end, collections and a collection's fields, multi-search with a bad search,
-  geo searches (radius, ``_geoDistance`` sort and facet), and a dropped collection.
+  geo searches (radius, ``_geoDistance`` sort and facet), vector and hybrid searches (settings
+  declaring the space, records with ``_vectors``, facets, a facet filter, sort, groups, a bad
+  vector), and a dropped collection.
 """
 
 from __future__ import annotations
@@ -103,6 +105,9 @@ def test_sharded_server_answers_every_route_like_one_engine(tmp_path: Path) -> N
                 for i in range(25)]
             records += [{"id": str(i), "title": "galaxy star", "pop": 9} for i in range(3)] + [{"id": "zz", "x": True}]
             around = {"around": {"lat": 48.8566, "lng": 2.3522, "radius": 3000}}
+            shop = [{"id": i, "title": ["red shoe", "blue boot", "red boot"][i % 3], "brand": ["acme", "zeta"][i % 2],
+                     "price": i * 9 % 100, "_vectors": {"text": [i % 3 - 1, i % 2, 1]}} for i in range(30)]
+            near = {"name": "text", "values": [1, 0, 1], "k": 8, "exact": True}
             calls: list[tuple[str, str, Any]] = [
                 ("PUT", "/v2/collections/films/settings", {"customRanking": ["-pop"], "stopWords": ["the"]}),
                 ("POST", "/v2/collections/films/records", records),
@@ -123,13 +128,25 @@ def test_sharded_server_answers_every_route_like_one_engine(tmp_path: Path) -> N
                                  "numericFacets": {"_geoDistance": ["[0,1500)", "[1500,3000]"]}}),
                 ("POST", "/v2", {"collection": "films", "query": "star", "geo": {"around": {"lat": 48.9, "lng": 2.4}},
                                  "sort": ["_geoDistance", "-id"], "count": 40}),
+                ("PUT", "/v2/collections/shop/settings", {"vectors": {"text": {"dimensions": 3, "metric": "cosine"}}}),
+                ("POST", "/v2/collections/shop/records", shop),
+                ("POST", "/v2", {"collection": "shop", "vector": {**near, "k": 6}, "textFacets": ["brand"],
+                                 "fields": ["title", "_vectors"]}),
+                ("POST", "/v2", {"collection": "shop", "query": "red", "vector": near, "semanticRatio": 0.3,
+                                 "filter": "price < 80", "textFacets": ["brand"], "textFacetFilters": {"brand": ["acme"]},
+                                 "sort": ["-price"], "skip": 1, "count": 4}),
+                ("POST", "/v2/multi-search", {"searches": [
+                    {"collection": "shop", "query": "boot", "vector": near, "groupBy": "brand", "groupLimit": 2},
+                    {"collection": "shop", "vector": {"name": "image", "values": [1.0]}}]}),
+                ("POST", "/v2/collections/shop/records", [{"id": 99, "_vectors": {"text": [1, 2]}}]),
             ]
             statuses = []
             for method, path, body in calls:
                 mine, theirs = _call(sharded_base, method, path, body), _call(single_base, method, path, body)
                 assert (mine[0], _untimed(mine[1])) == (theirs[0], _untimed(theirs[1])), (method, path)
                 statuses.append(mine[0])
-            assert statuses == [200, 201, 200, 400, 200, 200, 200, 200, 404, 200, 200, 404, 200, 200, 200], statuses
+            assert statuses == [200, 201, 200, 400, 200, 200, 200, 200, 404, 200, 200, 404, 200, 200, 200,
+                                200, 201, 200, 200, 200, 400], statuses
             for page in ("/v2/collections/films/records?count=4", "/v2/collections/films/records?count=1000"):
                 while True:
                     mine, theirs = _call(sharded_base, "GET", page), _call(single_base, "GET", page)
