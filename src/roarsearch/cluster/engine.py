@@ -558,6 +558,7 @@ class ShardedEngine:
                  for entries in (part["nearest"], *part["facets"].values()) for record_id, _score in entries}
         token = uuid.uuid4().hex
         recipes: dict[int, Recipe] = {}
+        rendered_by: set[int] = set()  # shards whose round 4 ran (they forgot the search then)
 
         def recipe(shard: int, kept: int | None) -> Recipe:
             held = [(record_id, position) for position, (record_id, _score) in enumerate(vector, 1)
@@ -572,7 +573,8 @@ class ShardedEngine:
             hybrid = any(part["hybrid"] for part in parts)
             placed = placed_candidates({shard: part["candidates"] for shard, part in enumerate(parts)}, vector)
             if hybrid:
-                self._keyword_positions(token, recipes, placed)
+                holding = [shard for shard, part in enumerate(parts) if part["exists"]]
+                self._keyword_positions(token, {shard: recipes[shard] for shard in holding}, placed)
             ordered = order_candidates(parsed, placed, hybrid)
             if parsed.group_by is None:
                 shown: list[Placed] = page_of(parsed, ordered)
@@ -580,11 +582,11 @@ class ShardedEngine:
             else:
                 groups = groups_of(parsed, ordered, [part["groups"] for part in parts])
                 shown = [entry for _value, _total, entries in groups for entry in entries]
-            rendered = self._render(token, recipes, shown)
+            rendered = self._render(token, recipes, shown, rendered_by)
         except _Unavailable as error:
             raise error.as_503() from None
         finally:
-            self._forget(token)
+            self._forget(token, [shard for shard in range(self.shards) if shard not in rendered_by])
         if parsed.group_by is None:
             results: list[Any] = [rendered[id(entry)] for entry in shown]
         else:
@@ -594,7 +596,8 @@ class ShardedEngine:
 
     def _keyword_positions(self, token: str, recipes: dict[int, Recipe], placed: list[Placed]) -> None:
         """Round 3: each keyword match's global position, its own shard's plus every other
-        shard's keyword matches before its keyword key."""
+        shard's keyword matches before its keyword key (asked of the shards of ``recipes``: those
+        holding the collection)."""
         keyed = [entry for entry in placed if entry.keyword_key is not None]
         asked = {shard: [entry for entry in keyed if entry.shard != shard] for shard in recipes}
         asked = {shard: entries for shard, entries in asked.items() if entries}
@@ -605,12 +608,14 @@ class ShardedEngine:
                 assert entry.keyword_at is not None
                 entry.keyword_at += before
 
-    def _render(self, token: str, recipes: dict[int, Recipe], shown: list[Placed]) -> dict[int, dict[str, Any]]:
+    def _render(self, token: str, recipes: dict[int, Recipe], shown: list[Placed],
+                rendered_by: set[int]) -> dict[int, dict[str, Any]]:
         """Round 4: the shown records from their shards, with ``_rank`` and ``_vectorScore`` set
-        (keyed by ``id()`` of each :class:`Placed`)."""
+        (keyed by ``id()`` of each :class:`Placed`); ``rendered_by`` gets the shards asked."""
         by_shard: dict[int, list[Placed]] = {}
         for entry in shown:
             by_shard.setdefault(entry.shard, []).append(entry)
+        rendered_by.update(by_shard)
         parts = self._gather({shard: _render_call(token, recipes[shard], [entry.record_id for entry in entries])
                               for shard, entries in by_shard.items()})
         rendered: dict[int, dict[str, Any]] = {}
@@ -622,9 +627,10 @@ class ShardedEngine:
                 rendered[id(entry)] = result
         return rendered
 
-    def _forget(self, token: str) -> None:
-        """Shards drop a search's kept state (round 4 did already where it ran; a failed search's too)."""
-        for actor in self._actors:
+    def _forget(self, token: str, shards: list[int]) -> None:
+        """``shards`` drop a search's kept state (those that ran round 4 did then)."""
+        for shard in shards:
+            actor = self._actors[shard]
             try:
                 actor.forget.remote(token)  # fire and forget: nothing waits on it
             except Exception as error:
