@@ -90,7 +90,7 @@ def test_id_field_and_generated_ids(tmp_path: Path) -> None:
                                               (".csv.xz", lzma.compress), (".csv", gzip.compress)])
 def test_compressed_files(tmp_path: Path, suffix: str, compress: object) -> None:
     source = tmp_path / f"items{suffix}"
-    source.write_bytes(compress("id,name,price\n1,Red shirt,10\n2,Blue shirt,20.5\n".encode()))  # type: ignore[operator]
+    source.write_bytes(compress(b"id,name,price\n1,Red shirt,10\n2,Blue shirt,20.5\n"))  # type: ignore[operator]
     data = tmp_path / "data"
     result = run("import", "items", str(source), "--data", str(data))
     assert result.returncode == 0 and "imported 2 records" in result.stdout, result.stderr

@@ -197,7 +197,7 @@ def run_python(block: Block, namespace: dict[str, Any]) -> None:
     namespace.update(__doc_print=check_print, __doc_value=check_value)
     tree = ast.fix_missing_locations(_Checks(expected).visit(ast.parse(block.code)))
     with contextlib.redirect_stdout(io.StringIO()):
-        exec(compile(tree, block.where, "exec"), namespace)  # noqa: S102 - the docs' own examples
+        exec(compile(tree, block.where, "exec"), namespace)  # the docs' own examples
 
 
 # ---------------------------------------------------------------------- shell blocks

@@ -8,6 +8,7 @@ no shortcuts — so that a disagreement points at the engine's data structures.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,7 +201,7 @@ class ReferenceModel:
             typo = sum(min(t for positions in word.values() for _, t in positions) for word in hits)
             proximity = 0
             nears = [near(record_id, index, word) for index, word in enumerate(hits)]
-            for left, right in zip(nears, nears[1:]):
+            for left, right in itertools.pairwise(nears):
                 best = PROXIMITY_CAP
                 for name in left:
                     for pa in left[name]:
@@ -239,7 +240,7 @@ class Reverse:
     def __init__(self, value: Any) -> None:
         self.value = value
 
-    def __lt__(self, other: "Reverse") -> bool:
+    def __lt__(self, other: Reverse) -> bool:
         return other.value < self.value
 
     def __eq__(self, other: object) -> bool:

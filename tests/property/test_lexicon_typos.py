@@ -27,7 +27,7 @@ def brute_prefix(terms: list[str], q: str) -> dict[int, int]:
     for index, term in enumerate(terms):
         if term.startswith(q):
             found[index] = 0
-        elif len(q) >= 2 and any(c <= len(term) and OSA.distance(q, term[:c]) <= 1 for c in (len(q), len(q) + 1)) or any(
+        elif (len(q) >= 2 and any(c <= len(term) and OSA.distance(q, term[:c]) <= 1 for c in (len(q), len(q) + 1))) or any(
                 term.startswith(q[:j] + q[j + 1:]) for j in range(len(q) - 1)):
             found[index] = 1
     return found

@@ -86,7 +86,10 @@ def test_typo_thresholds() -> None:
     engine = Engine()
     engine.add_records("w", [{"id": 1, "t": "cat"}, {"id": 2, "t": "lamp"}, {"id": 3, "t": "elephant"},
                              {"id": 4, "t": "1984"}])
-    search = lambda q, tolerance=1: ids(engine.search({"collection": "w", "query": q + " ", "typoTolerance": tolerance}))
+
+    def search(q: str, tolerance: int = 1) -> list:
+        return ids(engine.search({"collection": "w", "query": q + " ", "typoTolerance": tolerance}))
+
     assert search("cot") == []                 # under 4 letters: no typo
     assert search("lamb") == [2]               # 4 letters: one typo
     assert search("lbmb") == []                # ... but not two
@@ -151,7 +154,7 @@ def test_concurrent_searches_see_whole_batches() -> None:
             while not stop.is_set():
                 total = engine.search({"collection": "c", "query": "word", "count": 0})["totalHits"]
                 assert total % 10 == 0, total  # never half a batch
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:  # reported below
             errors.append(error)
 
     threads = [threading.Thread(target=reader) for _ in range(3)] + [threading.Thread(target=writer)]

@@ -78,7 +78,7 @@ def test_bit_flips_and_truncations_are_detected(tmp_path: Path) -> None:
         else:
             damaged += b"\0"
         path.write_bytes(bytes(damaged))
-        with pytest.raises(CorruptionError, match=rf"damaged.rsnap: offset \d+: ") as caught:
+        with pytest.raises(CorruptionError, match=r"damaged.rsnap: offset \d+: ") as caught:
             read_snapshot(FileSystem(), str(path))
         assert caught.value.status == 500, (kind, offset)
 

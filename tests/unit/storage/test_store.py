@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from roarsearch.errors import BadRequestError, CorruptionError, DirectoryLockedError
-from roarsearch.storage import failpoints, store as store_module
+from roarsearch.storage import failpoints
+from roarsearch.storage import store as store_module
 from roarsearch.storage.format import DIRECTORY_FORMAT
 from roarsearch.storage.fs import FaultyFileSystem, FileSystem, SimulatedCrash
 from roarsearch.storage.store import (
@@ -172,7 +173,7 @@ def test_foreign_and_newer_directories_are_refused(tmp_path: Path) -> None:
     foreign = tmp_path / "home"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
-    with pytest.raises(BadRequestError, match="not a roarsearch data directory and not empty.*notes.txt"):
+    with pytest.raises(BadRequestError, match=r"not a roarsearch data directory and not empty.*notes\.txt"):
         DataDirectoryStore(foreign)
     newer = tmp_path / "newer"
     DataDirectoryStore(newer).close()
@@ -250,6 +251,6 @@ def test_backup_while_a_snapshot_lands_between_the_copies(tmp_path: Path, monkey
     shutil.copyfile(root / "collections" / "c" / "snapshot.rsnap", snapshot_first / "snapshot.rsnap")
     between_copies()
     shutil.copyfile(root / "collections" / "c" / "wal.rlog", snapshot_first / "wal.rlog")
-    with pytest.raises(CorruptionError, match="batches .* are missing"):
+    with pytest.raises(CorruptionError, match=r"batches .* are missing"):
         recover(str(snapshot_first))
     directory.close()
