@@ -29,6 +29,7 @@ How to run:
     python -m benchmarks.scaling --sizes 1000000 --fresh 2000 --name scaling-packages
     python -m benchmarks.scaling --sizes 10000000 --fresh 2000 --name scaling-packages --timeout 14400
     python -m benchmarks.scaling --combine --name scaling-packages      # table + plot of every size saved
+    python -m benchmarks.scaling --sizes 10000000 --latency-only        # keeps the saved ingest report
 """
 
 from __future__ import annotations
@@ -68,17 +69,20 @@ def stem(name: str, size: int, kind: str) -> Path:
 
 
 def measure_size(corpus: str, size: int, engines: tuple[str, ...], name: str, fresh: int, writer: bool,
-                 per_class: int, budget_s: float, rounds: int, fresh_budget_s: float, timeout_s: float) -> None:
-    """Both reports of one size, saved under ``name``."""
+                 per_class: int, budget_s: float, rounds: int, fresh_budget_s: float, timeout_s: float,
+                 latency_only: bool = False) -> None:
+    """Both reports of one size, saved under ``name`` (``latency_only``: the latency report; the
+    ingest report saved before for this size is kept)."""
     from benchmarks import ingest, run
 
-    started = time.perf_counter()
-    report = ingest.measure(corpus, size, engines, timeout_s)
-    report["command"] = "python -m benchmarks.scaling " + " ".join(sys.argv[1:])
-    path = stem(name, size, "ingest")
-    path.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
-    path.with_suffix(".md").write_text(ingest.markdown(report))
-    print(f"[{corpus} {size:,}] ingest measured ({time.perf_counter() - started:.0f} s)", flush=True)
+    if not latency_only:
+        started = time.perf_counter()
+        report = ingest.measure(corpus, size, engines, timeout_s)
+        report["command"] = "python -m benchmarks.scaling " + " ".join(sys.argv[1:])
+        path = stem(name, size, "ingest")
+        path.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+        path.with_suffix(".md").write_text(ingest.markdown(report))
+        print(f"[{corpus} {size:,}] ingest measured ({time.perf_counter() - started:.0f} s)", flush=True)
     started = time.perf_counter()
     report = run.run_all([(corpus, size)], per_class, engines, budget_s, timeout_s, rounds, fresh, fresh_budget_s,
                          writer)
@@ -324,6 +328,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=TIMED_ROUNDS)
     parser.add_argument("--timeout", type=float, default=3_600, help="seconds per child process step")
     parser.add_argument("--combine", action="store_true", help="only rebuild the table and plot from saved sizes")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="measure latency only, keeping each size's saved ingest report (made by benchmarks.ingest "
+                             "--name <name>-<size>-ingest)")
     args = parser.parse_args()
     name = args.name or f"scaling-{args.corpus}"
     if not args.combine:
@@ -331,7 +338,7 @@ def main() -> None:
         try:
             for size in (int(size) for size in args.sizes.split(",")):
                 measure_size(args.corpus, size, engines, name, args.fresh, not args.no_writer, args.per_class,
-                             args.class_budget, args.rounds, args.fresh_budget, args.timeout)
+                             args.class_budget, args.rounds, args.fresh_budget, args.timeout, args.latency_only)
         except SourceMissing as missing:
             raise SystemExit(f"error: {missing}") from None
     report = write(name)
