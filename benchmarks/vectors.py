@@ -14,10 +14,13 @@ HTTP on localhost, with its own ``search_time_ms`` beside). Then: vector add rat
 only an id, the bucket and a vector, in batches of 10,000) against usearch's own build of the same
 vectors, memory of the vector index against the raw float32 bytes plus the graph, open time of a
 saved collection, and the hybrid figure: words + vector + a filter + two text facets against the
-keyword search and the vector search alone.
+keyword search and the vector search alone. The add rate's ratio to usearch is measured in pairs
+run in turn (``--add-rounds``, default 3: roarsearch's durable add with the records built before
+the clock starts, then usearch's build, ...), the median of the pairwise ratios.
 
     python -m benchmarks.vectors [--records 100000] [--dims 192] [--corpora packages,movies]
                                  [--engines roarsearch,usearch,numpy,lancedb,typesense] [--queries 200] [--tag T]
+                                 [--add-rounds 3]
 
 Results go to ``benchmarks/results/vectors-<corpus>-<records>.json`` and are printed as a table.
 """
@@ -232,6 +235,60 @@ def hybrid(corpus: str, rows: list[dict[str, Any]], vectors: np.ndarray, buckets
         out["hybrid"]["within_sum"] = out["hybrid"]["hybrid"] <= out["hybrid"]["keyword"] + out["hybrid"]["vector"]
 
 
+def usearch_build_s(vectors: np.ndarray) -> float:
+    """Seconds usearch takes to build its index of ``vectors`` alone, in batches of :data:`BATCH`,
+    with roarsearch's parameters (2 threads)."""
+    from usearch.index import Index
+
+    from roarsearch.index import vectors as vector_index
+
+    n, dims = vectors.shape
+    index = Index(ndim=dims, metric="cos", dtype="i8", connectivity=vector_index.ANN_CONNECTIVITY,
+                  expansion_add=vector_index.ANN_EXPANSION_ADD, expansion_search=vector_index.ANN_EXPANSION_SEARCH)
+    started = time.perf_counter()
+    for start in range(0, n, BATCH):
+        index.add(np.arange(start, min(n, start + BATCH), dtype=np.uint64), vectors[start:start + BATCH], threads=0)
+    return time.perf_counter() - started
+
+
+def roarsearch_add_s(vectors: np.ndarray, buckets: np.ndarray) -> float:
+    """Seconds a durable Engine takes to add records holding an id, a bucket and a vector, built
+    before the clock starts (as every engine's records are decoded beforehand), closed inside it."""
+    from roarsearch import Engine
+
+    n, dims = vectors.shape
+    batches = [[{"id": position, "bucket": int(buckets[position]), "_vectors": {"text": vectors[position].tolist()}}
+                for position in range(start, min(n, start + BATCH))] for start in range(0, n, BATCH)]
+    folder = tempfile.mkdtemp(prefix="bench-vectors-add-")
+    try:
+        engine = Engine(os.path.join(folder, "v"))
+        engine.update_settings("v", {"vectors": {"text": {"dimensions": dims, "metric": "cosine"}}})
+        started = time.perf_counter()
+        engine.add_batches("v", iter(batches))
+        engine.close()
+        return time.perf_counter() - started
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def paired_add_rates(vectors: np.ndarray, buckets: np.ndarray, rounds: int, out: dict[str, Any]) -> None:
+    """The add rate against usearch's own build, as pairs run in turn (roarsearch, usearch, ...):
+    the machine's speed drifts between moments, and a ratio of two runs minutes apart measured
+    the drift (0.34-0.64x for the same code). Medians of each and of the pairwise ratios."""
+    n = len(vectors)
+    ours, theirs = [], []
+    for _ in range(rounds):
+        gc.collect()
+        ours.append(roarsearch_add_s(vectors, buckets))
+        gc.collect()
+        theirs.append(usearch_build_s(vectors))
+    ratios = sorted(their / our for our, their in zip(ours, theirs))
+    out["add_pairs"] = {"rounds": rounds, "roarsearch_records_per_s": round(n / statistics.median(ours)),
+                        "usearch_records_per_s": round(n / statistics.median(theirs)),
+                        "ratio_median": round(statistics.median(ratios), 2),
+                        "ratio_min": round(ratios[0], 2), "ratio_max": round(ratios[-1], 2)}
+
+
 def run_usearch(vectors: np.ndarray, buckets: np.ndarray, queries: np.ndarray, exact: dict[str, list[list[int]]],
                 out: dict[str, Any]) -> None:
     """usearch alone, with roarsearch's parameters; a filter by post-filtering an oversampled answer."""
@@ -381,6 +438,9 @@ def run_corpus(corpus: str, args: argparse.Namespace) -> dict[str, Any]:
         gc.collect()
     if "add" in out and "usearch-build" in out:
         out["add"]["ratio_to_usearch_build"] = round(out["add"]["records_per_s"] / out["usearch-build"]["records_per_s"], 2)
+    if args.add_rounds and "roarsearch" in engines and "usearch" in engines:
+        paired_add_rates(vectors, buckets, args.add_rounds, out)
+        print(f"  paired add rates: {out['add_pairs']}", flush=True)
     return out
 
 
@@ -399,7 +459,7 @@ def report(out: dict[str, Any]) -> str:
         ratios = {name: round(out["roarsearch-approx"][name]["p50_ms"] / max(1e-9, out["typesense"][name]["p50_ms"]), 2)
                   for name in FILTERS}
         lines.append(f"\np50 roarsearch approx / Typesense: {ratios}")
-    for key in ("add", "usearch-build", "memory", "open_s", "hybrid"):
+    for key in ("add", "usearch-build", "add_pairs", "memory", "open_s", "hybrid"):
         if key in out:
             lines.append(f"{key}: {out[key]}")
     lines.extend(f"{key}: {value}" for key, value in out.items() if key.endswith("-error"))
@@ -414,13 +474,16 @@ def main() -> None:
     parser.add_argument("--corpora", default="packages,movies")
     parser.add_argument("--engines", default="roarsearch,usearch,numpy,lancedb,typesense")
     parser.add_argument("--tag", default="", help="appended to the results file's name")
+    parser.add_argument("--add-rounds", type=int, default=3,
+                        help="pairs of (roarsearch add, usearch build) run in turn for the add rate (0: none)")
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
     for corpus in args.corpora.split(","):
         print(f"{corpus}: {args.records} records", flush=True)
         out = run_corpus(corpus, args)
         out["command"] = (f"python -m benchmarks.vectors --records {args.records} --dims {args.dims} "
-                          f"--corpora {corpus} --engines {args.engines} --queries {args.queries}")
+                          f"--corpora {corpus} --engines {args.engines} --queries {args.queries}"
+                          f"{' --tag ' + args.tag if args.tag else ''} --add-rounds {args.add_rounds}")
         path = RESULTS / f"vectors-{corpus}-{out['records']}{'-' + args.tag if args.tag else ''}.json"
         path.write_text(json.dumps(out, indent=1) + "\n")
         print(report(out), flush=True)
