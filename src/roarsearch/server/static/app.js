@@ -6,6 +6,11 @@
 // (docs/security.md) is taken there like a key, as is any bearer credential; the query
 // rides there too (`&q=`), so a reload or a shared link keeps it.
 //
+// Hybrid search: when the collection's settings declare a vector space and the page has an embedding
+// hook (`window.roarsearchEmbed`, set by `embed.js`, any script, or the console), a search with
+// words also sends the query's vector and a semantic ratio (docs/vectors.md, "Hybrid search on the
+// search page"). Without either, the page sends exactly what it always did.
+//
 // Safety rule: record text only ever reaches the DOM through `textContent`. The one exception is
 // the engine's `_highlights` strings, which the engine has already escaped and only adds `<em>` to.
 "use strict";
@@ -17,12 +22,24 @@ const DEBOUNCE_MS = 120;
 const GUESSED = { textFacets: 4, numericFacets: 3, facts: 4, lines: 2, sorts: 3, facetProbe: 20 };
 const TITLE_NAMES = ["title", "name", "label", "heading", "subject", "headline"];
 const COORDINATE_NAMES = ["lat", "lng", "lon", "long", "latitude", "longitude"];
+// Hybrid search: the weight of the vector order when the address gives none (the engine's default
+// too), how long the embedding hook may take before the page searches by words alone (a model
+// loading in the browser can take seconds; a hook that never answers must not leave the page
+// busy), and how many query embeddings the page keeps (a change of ratio, facet, sort or page
+// reuses the query's vector instead of calling the hook again).
+const DEFAULT_RATIO = 0.5;
+const EMBED_TIMEOUT_MS = 10000;
+const EMBED_CACHE_SIZE = 50;
+const SCORE_LABELS = { cosine: "Similarity", dot: "Dot product", l2: "Distance" };
 
 const fragment = new URLSearchParams(location.hash.slice(1));
 const KEY = (fragment.get("key") || "").trim();  // a search key or a tenant token (a JWT: base64url and dots)
 let COLLECTION = fragment.get("collection") || "";
 // How this collection is shown: its settings' `searchPage`, completed by guesses (see `pageConfig`).
 let CONFIG = null;
+// The collection's vector spaces, `[{name, dimensions, metric}]` in the settings' order; null while
+// unknown (a credential that cannot read settings: learnt from records once a hook appears).
+let SPACES = [];
 
 const state = {
   query: fragment.get("q") || "",
@@ -30,7 +47,16 @@ const state = {
   skip: 0,
   text: {},      // field -> chosen values (any of them: OR within a field, AND across fields)
   numeric: {},   // field -> chosen interval strings
+  space: fragment.get("space") || "",           // the chosen vector space ("" : the first declared)
+  ratio: ratioFrom(fragment.get("ratio")),      // the semantic ratio of hybrid searches
 };
+
+/** A semantic ratio from the address: 0..1 in the slider's steps of 0.1, else the default. */
+function ratioFrom(text) {
+  const value = Number(text);
+  if (text === null || text.trim() === "" || !Number.isFinite(value) || value < 0 || value > 1) return DEFAULT_RATIO;
+  return Math.round(value * 10) / 10;
+}
 
 const $ = (id) => document.getElementById(id);
 
@@ -217,24 +243,138 @@ function valueAt(record, path) {
   return value;
 }
 
-// Only the answer to the latest request is shown: answers to older keystrokes may arrive later.
+// Only the answer to the latest request is shown: answers to older keystrokes may arrive later, and
+// so may their query embeddings (a slow hook): each step that waits checks its ticket again.
 let latest = 0;
 
 async function search() {
   const ticket = ++latest;
   rememberInAddress();
   $("results").setAttribute("aria-busy", "true");
+  const body = requestBody();
+  const space = hybridSpace();
+  let note = "";
+  if (space !== null && state.query.trim()) {
+    try {
+      const values = await embedQuery(state.query, space);
+      body.vector = { name: space.name, values };
+      body.semanticRatio = state.ratio;
+    } catch (failure) {
+      note = `Keyword results only: ${withoutStop(failure.message)}.`;
+    }
+    if (ticket !== latest) return;
+  }
   let data;
   try {
-    data = await api("/v2", requestBody());
+    data = await api("/v2", body);
   } catch (failure) {
-    if (ticket === latest) showError(failure.message);
-    return;
+    if (ticket !== latest) return;
+    if (!body.vector || failure.status !== "400") {
+      showError(failure.message);
+      return;
+    }
+    // The engine refused the vector (a space changed since the page loaded, say): words alone.
+    note = `Keyword results only: the hybrid search was refused (${withoutStop(failure.message)}).`;
+    delete body.vector;
+    delete body.semanticRatio;
+    try {
+      data = await api("/v2", body);
+    } catch (again) {
+      if (ticket === latest) showError(again.message);
+      return;
+    }
   }
   if (ticket !== latest) return;
   $("results").removeAttribute("aria-busy");
   $("error").hidden = true;
-  render(data);
+  $("hybrid-note").textContent = note;
+  $("hybrid-note").hidden = !note;
+  render(data, body.vector ? space : null);
+}
+
+function withoutStop(text) {
+  return String(text).replace(/[.\s]+$/, "");
+}
+
+/** The embedding hook, when the page has one: a function at `window.roarsearchEmbed`. */
+function embedHook() {
+  const hook = window.roarsearchEmbed;
+  return typeof hook === "function" ? hook : null;
+}
+
+/** The space hybrid searches use (the chosen one, else the first), or null: no space or no hook. */
+function hybridSpace() {
+  if (!SPACES || !SPACES.length || !embedHook()) return null;
+  return SPACES.find((space) => space.name === state.space) || SPACES[0];
+}
+
+/** `[{name, dimensions, metric}]` from a settings' `vectors` (name -> {dimensions, metric}). */
+function spacesOf(vectors) {
+  return Object.entries(vectors || {}).filter(([, space]) => space && Number.isInteger(space.dimensions))
+    .map(([name, space]) => ({ name, dimensions: space.dimensions, metric: space.metric === undefined ? "cosine" : space.metric }));
+}
+
+// Query embeddings by collection, space and text, oldest first (a Map keeps insertion order).
+const embeddings = new Map();
+// The hook call in flight: a search for the same text waits for it; one for another text aborts it.
+let pending = null;
+// Counts the hooks set: a vector that a replaced hook gives late is not kept.
+let hookGeneration = 0;
+const TIMED_OUT = new Error(`the embedding hook gave no answer within ${EMBED_TIMEOUT_MS / 1000} s`);
+
+/** The query's vector for `space`, from the cache or the hook; an Error saying what went wrong otherwise. */
+async function embedQuery(text, space) {
+  const key = JSON.stringify([COLLECTION, space.name, text]);
+  const generation = hookGeneration;
+  if (embeddings.has(key)) return embeddings.get(key);
+  if (pending === null || pending.key !== key) {
+    if (pending !== null) pending.controller.abort();
+    const controller = new AbortController();
+    const hook = embedHook();
+    const context = { collection: COLLECTION, space: space.name, dimensions: space.dimensions, metric: space.metric,
+      signal: controller.signal };
+    let timer;
+    const call = { key, controller };
+    call.answer = Promise.race([
+      Promise.resolve().then(() => hook(text, context)),  // a hook that throws at once rejects too
+      new Promise((_, reject) => { timer = setTimeout(() => { controller.abort(); reject(TIMED_OUT); }, EMBED_TIMEOUT_MS); }),
+    ]).finally(() => {
+      clearTimeout(timer);
+      if (pending === call) pending = null;
+    });
+    pending = call;
+  }
+  let values;
+  try {
+    values = await pending.answer;
+  } catch (failure) {
+    if (failure === TIMED_OUT) throw failure;
+    throw new Error(`the embedding hook failed (${withoutStop(failure && failure.message ? failure.message : failure)})`);
+  }
+  const vector = checkedVector(values, space);
+  if (generation !== hookGeneration) return vector;  // for a search that a newer one has replaced anyway
+  embeddings.set(key, vector);
+  if (embeddings.size > EMBED_CACHE_SIZE) embeddings.delete(embeddings.keys().next().value);
+  return vector;
+}
+
+/** The hook's answer as a plain array that the engine will take for `space`, or an Error saying why not. */
+function checkedVector(values, space) {
+  const wanted = `${space.dimensions} numbers for the space “${space.name}”`;
+  if (values == null || typeof values !== "object" || typeof values.length !== "number") {
+    throw new Error(`the embedding hook returned ${values === null ? "null" : typeof values}, not ${wanted}`);
+  }
+  if (values.length !== space.dimensions) {
+    throw new Error(`the embedding hook returned ${values.length} numbers, not the ${wanted}`);
+  }
+  const vector = Array.from(values);  // a Float32Array (what models return) becomes JSON numbers
+  if (!vector.every((value) => typeof value === "number" && Number.isFinite(value))) {
+    throw new Error(`the embedding hook returned something other than ${wanted} (a non-number, NaN or infinity)`);
+  }
+  if (space.metric === "cosine" && vector.every((value) => value === 0)) {
+    throw new Error(`the embedding hook returned zeros, which have no direction (the space “${space.name}” is cosine)`);
+  }
+  return vector;
 }
 
 /** An API Error object `{status, data}` as a sentence a person can act on. */
@@ -255,11 +395,12 @@ function showError(message) {
   $("error").hidden = false;
 }
 
-function render(data) {
+/** A page of results; `space` is the vector space of a hybrid search (its results carry `_vectorScore`). */
+function render(data, space) {
   const total = data.totalHits;
   const noun = total === 1 ? "result" : "results";
   $("status").textContent = `${total.toLocaleString("en")} ${noun} in ${data.responseTime} ms`;
-  $("results").replaceChildren(...data.results.map(renderRecord));
+  $("results").replaceChildren(...data.results.map((record) => renderRecord(record, space)));
   if (!data.results.length) {
     $("results").append(el("li", { className: "empty" }, total ? "No more results on this page." :
       "Nothing matches. Try fewer words or clear the filters."));
@@ -273,7 +414,7 @@ function render(data) {
   renderFacets(data);
 }
 
-function renderRecord(record) {
+function renderRecord(record, space) {
   const highlights = record._highlights || {};
   const titleValue = valueAt(record, CONFIG.title);
   const heading = el("h2", {}, marked("span", highlights[CONFIG.title],
@@ -287,6 +428,11 @@ function renderRecord(record) {
     const text = values.map(formatNumber).join(", ");
     const shown = fact.format ? fact.format.replace("{}", text) : text;
     facts.push(fact.badge ? el("span", { className: "badge" }, shown) : shown);
+  }
+  if (space && typeof record._vectorScore === "number") {
+    // A vector match: how near the query it is (keyword-only matches of a hybrid search have none).
+    facts.push(el("span", { className: "vector-score", "data-vector-score": String(record._vectorScore) },
+      `${SCORE_LABELS[space.metric] || "Vector score"} ${record._vectorScore.toFixed(3)}`));
   }
   const meta = el("p", { className: "meta" });
   facts.forEach((fact, index) => meta.append(index ? " · " : "", fact));
@@ -372,6 +518,10 @@ function rememberInAddress() {
   address.set("collection", COLLECTION);
   if (state.query) address.set("q", state.query);
   if (state.sort) address.set("sort", state.sort);
+  if (hybridSpace() !== null) {
+    if (SPACES.length > 1 && state.space) address.set("space", state.space);
+    if (state.ratio !== DEFAULT_RATIO) address.set("ratio", String(state.ratio));
+  }
   history.replaceState(null, "", `#${address.toString()}`);
 }
 
@@ -406,6 +556,22 @@ $("query").addEventListener("keydown", (event) => {
 $("sort").addEventListener("change", (event) => {
   state.sort = event.target.value;
   restart();
+});
+$("space").addEventListener("change", (event) => {
+  state.space = event.target.value;
+  restart();
+});
+$("semantic-ratio").addEventListener("input", (event) => {
+  state.ratio = Number(event.target.value);
+  showRatio();
+  if (!state.query.trim()) {  // no words, no vector sent: nothing to search again
+    rememberInAddress();
+    return;
+  }
+  // Dragging gives many values: search once it rests, as for typing.
+  $("results").setAttribute("aria-busy", "true");
+  clearTimeout(debounce);
+  debounce = setTimeout(restart, DEBOUNCE_MS);
 });
 $("collection").addEventListener("change", (event) => {
   // Another collection: a page of its own (its fields, facets and sort choices), from the start.
@@ -457,6 +623,69 @@ window.addEventListener("hashchange", () => location.reload());  // a new key or
 // On a phone the filters start folded, so that the first screen shows results.
 if (window.matchMedia("(max-width: 48rem)").matches) $("refine").open = false;
 
+/** The hybrid controls: shown when the page can search hybrid, with the space picker when there are several. */
+function showHybridControls() {
+  const space = hybridSpace();
+  $("hybrid-area").hidden = space === null;
+  if (space === null) {
+    $("hybrid-note").hidden = true;
+    return;
+  }
+  $("space").replaceChildren(...SPACES.map((choice) =>
+    el("option", { value: choice.name, selected: choice === space }, `${choice.name} (${choice.dimensions})`)));
+  $("space-area").hidden = SPACES.length < 2;
+  $("semantic-ratio").value = String(state.ratio);
+  showRatio();
+}
+
+function showRatio() {
+  const meaning = Math.round(state.ratio * 100);
+  $("semantic-ratio-value").textContent = state.ratio.toFixed(1);
+  $("semantic-ratio").setAttribute("aria-valuetext", `${state.ratio.toFixed(1)}: ${100 - meaning} % keywords, ${meaning} % meaning`);
+}
+
+/** The vector spaces, for a credential that cannot read settings: names and lengths of records' `_vectors`. */
+async function spacesFromResults() {
+  const answer = await api("/v2", { collection: COLLECTION, query: "", count: 20, fields: ["_vectors"] });
+  const vectors = {};
+  for (const record of answer.results) {
+    for (const [name, values] of Object.entries(record._vectors || {})) {
+      if (Array.isArray(values) && values.length) vectors[name] = { dimensions: values.length, metric: null };  // unknown
+    }
+  }
+  return spacesOf(vectors);
+}
+
+/** A hook set (or replaced, or removed) once the page runs: from a script loaded later, or the console. */
+async function hookChanged() {
+  hookGeneration += 1;
+  embeddings.clear();  // another hook may embed differently: what the old one gave is forgotten
+  if (pending !== null) pending.controller.abort();
+  pending = null;
+  if (CONFIG === null) return;  // `start` has not finished: it shows the controls itself
+  if (SPACES === null && embedHook()) SPACES = await spacesFromResults().catch(() => null);
+  if (!SPACES || !SPACES.length) return;  // nothing to embed for: the page stays as it is
+  showHybridControls();
+  restart();
+}
+
+// `window.roarsearchEmbed` becomes a property the page watches, keeping any hook set before it ran.
+// (A hook declared with `var` or `function` cannot be watched: it is still read at every search.)
+try {
+  let hook = window.roarsearchEmbed;
+  Object.defineProperty(window, "roarsearchEmbed", {
+    configurable: true, enumerable: true,
+    get: () => hook,
+    set: (value) => {
+      hook = value;
+      hookChanged();
+    },
+  });
+} catch (failure) {
+  console.warn("roarsearch: window.roarsearchEmbed was declared with var or function: the page reads it at each "
+    + "search but cannot notice a change; assign it instead (window.roarsearchEmbed = …)", failure);
+}
+
 /** What `GET /v2/collections/{id}` tells, guessed from the first records a search returns (for a
  * credential that may only search): each top-level field with its kinds and how many hold it. */
 async function infoFromResults() {
@@ -475,7 +704,7 @@ async function infoFromResults() {
       byField.set(field, entry);
     }
   }
-  return { fields: [...byField.values()].filter((entry) => entry.kinds.length), settings: {} };
+  return { fields: [...byField.values()].filter((entry) => entry.kinds.length), settings: {}, guessed: true };
 }
 
 /** The collections this key may search, in the picker; then the chosen one's page. */
@@ -507,6 +736,10 @@ async function start() {
       return infoFromResults();
     });
     CONFIG = await pageConfig(info);
+    // Vector spaces: from the settings; for a guessed page, from records, but only once a hook
+    // could use them (without one, the page asks nothing more than before).
+    SPACES = info.guessed ? null : spacesOf(info.settings && info.settings.vectors);
+    if (SPACES === null && embedHook()) SPACES = await spacesFromResults().catch(() => null);
   } catch (failure) {
     showError(failure.message);
     return;
@@ -517,6 +750,7 @@ async function start() {
   if (!CONFIG.sorts.some((choice) => choice.sort === state.sort)) state.sort = "";
   $("sort").value = state.sort;
   $("sort-area").hidden = CONFIG.sorts.length === 0;
+  showHybridControls();
   search();
 }
 
