@@ -235,9 +235,9 @@ def hybrid(corpus: str, rows: list[dict[str, Any]], vectors: np.ndarray, buckets
         out["hybrid"]["within_sum"] = out["hybrid"]["hybrid"] <= out["hybrid"]["keyword"] + out["hybrid"]["vector"]
 
 
-def usearch_build_s(vectors: np.ndarray) -> float:
-    """Seconds usearch takes to build its index of ``vectors`` alone, in batches of :data:`BATCH`,
-    with roarsearch's parameters (2 threads)."""
+def usearch_build(vectors: np.ndarray) -> tuple[Any, float]:
+    """usearch's index of ``vectors`` alone, built in batches of :data:`BATCH` with roarsearch's
+    parameters (2 threads), and the seconds the build took."""
     from usearch.index import Index
 
     from roarsearch.index import vectors as vector_index
@@ -248,7 +248,7 @@ def usearch_build_s(vectors: np.ndarray) -> float:
     started = time.perf_counter()
     for start in range(0, n, BATCH):
         index.add(np.arange(start, min(n, start + BATCH), dtype=np.uint64), vectors[start:start + BATCH], threads=0)
-    return time.perf_counter() - started
+    return index, time.perf_counter() - started
 
 
 def roarsearch_add_s(vectors: np.ndarray, buckets: np.ndarray) -> float:
@@ -281,7 +281,7 @@ def paired_add_rates(vectors: np.ndarray, buckets: np.ndarray, rounds: int, out:
         gc.collect()
         ours.append(roarsearch_add_s(vectors, buckets))
         gc.collect()
-        theirs.append(usearch_build_s(vectors))
+        theirs.append(usearch_build(vectors)[1])
     ratios = sorted(their / our for our, their in zip(ours, theirs))
     out["add_pairs"] = {"rounds": rounds, "roarsearch_records_per_s": round(n / statistics.median(ours)),
                         "usearch_records_per_s": round(n / statistics.median(theirs)),
@@ -292,17 +292,10 @@ def paired_add_rates(vectors: np.ndarray, buckets: np.ndarray, rounds: int, out:
 def run_usearch(vectors: np.ndarray, buckets: np.ndarray, queries: np.ndarray, exact: dict[str, list[list[int]]],
                 out: dict[str, Any]) -> None:
     """usearch alone, with roarsearch's parameters; a filter by post-filtering an oversampled answer."""
-    from usearch.index import Index
-
     from roarsearch.index import vectors as vector_index
 
-    n, dims = vectors.shape
-    index = Index(ndim=dims, metric="cos", dtype="i8", connectivity=vector_index.ANN_CONNECTIVITY,
-                  expansion_add=vector_index.ANN_EXPANSION_ADD, expansion_search=vector_index.ANN_EXPANSION_SEARCH)
-    started = time.perf_counter()
-    for start in range(0, n, BATCH):
-        index.add(np.arange(start, min(n, start + BATCH), dtype=np.uint64), vectors[start:start + BATCH], threads=0)
-    build_s = time.perf_counter() - started
+    n = len(vectors)
+    index, build_s = usearch_build(vectors)
     out["usearch-build"] = {"records_per_s": round(n / build_s), "seconds": round(build_s, 2),
                             "memory_mb": round(index.memory_usage / 2**20, 1)}
     results: dict[str, Any] = {}

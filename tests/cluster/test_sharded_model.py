@@ -31,6 +31,7 @@ pytest.importorskip("ray", reason="pip install -e '.[cluster]'")
 
 from roarsearch import Engine, SearchError
 from roarsearch.cluster import ShardedEngine
+from tests.cluster.compare import both
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::FutureWarning"),
@@ -194,31 +195,6 @@ GEO = st.one_of(
 GEO_SORTS = [["_geoDistance"], ["-_geoDistance"], ["_geoDistance", "-num"], ["kind", "_geoDistance"], ["-id"], ["id"]]
 
 
-def _answer(call: Any) -> Any:
-    try:
-        answer = call()
-    except SearchError as error:
-        return error.to_dict()
-    return [_comparable(entry) for entry in answer] if isinstance(answer, list) else _comparable(answer)
-
-
-def _comparable(answer: Any) -> Any:
-    """A response without its timing, ``avg`` rounded (sums in another order differ in the last bits)."""
-    if isinstance(answer, dict) and "responseTime" in answer:
-        answer = dict(answer)
-        answer.pop("responseTime")
-        for facet in answer["numericFacets"]:
-            average = facet["stats"].pop("avg")
-            facet["stats"]["avg"] = None if average is None else round(average, 6)
-    return answer
-
-
-def _both(sharded: ShardedEngine, single: Engine, call: Any) -> Any:
-    mine, theirs = _answer(lambda: call(sharded)), _answer(lambda: call(single))
-    assert mine == theirs
-    return theirs
-
-
 @settings(max_examples=int(__import__("os").environ.get("CLUSTER_EXAMPLES", 40)))
 @given(writes=st.lists(API_WRITE, min_size=1, max_size=6),
        requests=st.lists(st.tuples(REQUEST, GROUPING, GEO, st.sampled_from(GEO_SORTS + [None]),
@@ -230,9 +206,9 @@ def test_sharded_api_equals_single_engine(engines: tuple[ShardedEngine, Engine],
     collection = f"api{next(_names)}"
     for kind, argument in [("add", [{"id": 0, "kind": "a", "_geo": POINTS[0]}])] + writes:
         if kind == "settings":
-            _both(sharded, single, lambda engine, update=argument: engine.update_settings(collection, update))
+            both(sharded, single, lambda engine, update=argument: engine.update_settings(collection, update))
         elif kind == "drop":
-            _both(sharded, single, lambda engine: engine.drop_collection(collection))
+            both(sharded, single, lambda engine: engine.drop_collection(collection))
         else:
             assert _apply(sharded, collection, (kind, argument)) == _apply(single, collection, (kind, argument))
     bodies = []
@@ -247,15 +223,15 @@ def test_sharded_api_equals_single_engine(engines: tuple[ShardedEngine, Engine],
             if distance_facet:
                 body["numericFacets"] = {"_geoDistance": ["[0,1000)", "[1000,5000]"]}
         bodies.append(body)
-        _both(sharded, single, lambda engine, body=body: engine.search(body))
-    _both(sharded, single, lambda engine: engine.multi_search(bodies + [{"collection": collection, "count": -1}]))
-    _both(sharded, single, lambda engine: engine.get_settings(collection))
-    _both(sharded, single, lambda engine: engine.get_records(collection, ids))
-    _both(sharded, single, lambda engine: engine.collection_info(collection))
-    _both(sharded, single, lambda engine: engine.collections())
+        both(sharded, single, lambda engine, body=body: engine.search(body))
+    both(sharded, single, lambda engine: engine.multi_search(bodies + [{"collection": collection, "count": -1}]))
+    both(sharded, single, lambda engine: engine.get_settings(collection))
+    both(sharded, single, lambda engine: engine.get_records(collection, ids))
+    both(sharded, single, lambda engine: engine.collection_info(collection))
+    both(sharded, single, lambda engine: engine.collections())
     cursor = None
     for _ in range(60 // page + 2):  # walk every page (at most 60 records exist)
-        answer = _both(sharded, single, lambda engine, after=cursor: engine.page_records(collection, page, after))
+        answer = both(sharded, single, lambda engine, after=cursor: engine.page_records(collection, page, after))
         if "records" not in answer or answer["next"] is None:
             break
         cursor = answer["next"]

@@ -32,8 +32,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("ray", reason="pip install -e '.[cluster]'")
 
-from roarsearch import Engine, SearchError
+from roarsearch import Engine
 from roarsearch.cluster import ShardedEngine
+from tests.cluster.compare import both
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::FutureWarning"),
@@ -103,32 +104,6 @@ def engines(ray_session: Any) -> Iterator[tuple[ShardedEngine, Engine]]:
         yield sharded, single
 
 
-def _answer(call: Any) -> Any:
-    """A response (or each of a list) without its timing, ``avg`` rounded (sums in another order
-    differ in the last bits), or the Error object of a failed call."""
-    try:
-        answer = call()
-    except SearchError as error:
-        return error.to_dict()
-    return [_comparable(entry) for entry in answer] if isinstance(answer, list) else _comparable(answer)
-
-
-def _comparable(answer: Any) -> Any:
-    if isinstance(answer, dict) and "responseTime" in answer:
-        answer = dict(answer)
-        answer.pop("responseTime")
-        for facet in answer["numericFacets"]:
-            average = facet["stats"].pop("avg")
-            facet["stats"]["avg"] = None if average is None else round(average, 6)
-    return answer
-
-
-def _both(sharded: ShardedEngine, single: Engine, call: Any) -> Any:
-    mine, theirs = _answer(lambda: call(sharded)), _answer(lambda: call(single))
-    assert mine == theirs
-    return theirs
-
-
 def _body(collection: str, request: dict[str, Any], grouping: dict[str, Any], geo: dict[str, Any] | None,
           geo_sort: bool) -> dict[str, Any]:
     body = {"collection": collection, **request, **grouping}
@@ -150,19 +125,19 @@ def test_sharded_vector_searches_equal_single_engine(engines: tuple[ShardedEngin
     sharded, single = engines
     collection = f"v{next(_names)}"
     update = {"vectors": {"v": {"dimensions": DIMENSIONS, "metric": metric}}, **collection_settings}
-    _both(sharded, single, lambda engine: engine.update_settings(collection, update))
+    both(sharded, single, lambda engine: engine.update_settings(collection, update))
     for kind, argument in [("add", records), *writes]:
         if kind == "add":
-            _both(sharded, single, lambda engine, batch=argument: engine.add_records(collection, batch))
+            both(sharded, single, lambda engine, batch=argument: engine.add_records(collection, batch))
         elif kind == "ids":
-            _both(sharded, single, lambda engine, ids=argument: engine.delete_records(collection, ids=ids))
+            both(sharded, single, lambda engine, ids=argument: engine.delete_records(collection, ids=ids))
         else:
-            _both(sharded, single, lambda engine, expression=argument: engine.delete_records(collection, filter=expression))
+            both(sharded, single, lambda engine, expression=argument: engine.delete_records(collection, filter=expression))
     bodies = [_body(collection, *request) for request in requests]
     for body in bodies:
-        answer = _both(sharded, single, lambda engine, body=body: engine.search(body))
+        answer = both(sharded, single, lambda engine, body=body: engine.search(body))
         assert "status" not in answer, answer  # every generated request is valid
-    _both(sharded, single, lambda engine: engine.multi_search(bodies[:3]))
+    both(sharded, single, lambda engine: engine.multi_search(bodies[:3]))
 
 
 #: Larger collections, one per metric, built once from a seeded generator: pages and groups then
@@ -206,7 +181,7 @@ def test_sharded_vector_searches_over_larger_collections(engines: tuple[ShardedE
     sharded, single = engines
     body = _body(large[metric], *request)
     body["vector"] = {**body["vector"], "k": body["vector"]["k"] * 4}
-    _both(sharded, single, lambda engine: engine.search(body))
+    both(sharded, single, lambda engine: engine.search(body))
 
 
 def test_a_hybrid_page_far_down_both_orders(engines: tuple[ShardedEngine, Engine]) -> None:
@@ -225,10 +200,10 @@ def test_a_hybrid_page_far_down_both_orders(engines: tuple[ShardedEngine, Engine
     for ratio, sort, skip in itertools.product([0, 0.05, 0.5, 0.97, 1], [[], ["price"], ["-_rank"], ["_rank"]], [0, 37, 250]):
         body = {"collection": collection, "query": "red boot", "vector": vector, "semanticRatio": ratio,
                 "sort": sort, "skip": skip, "count": 25, "fields": ["id"], "textFacets": ["price"]}
-        _both(sharded, single, lambda engine, body=body: engine.search(body))
+        both(sharded, single, lambda engine, body=body: engine.search(body))
     grouped = {"collection": collection, "query": "red", "vector": vector, "groupBy": "price", "groupLimit": 4,
                "sort": ["-_rank"], "fields": ["id"]}
-    _both(sharded, single, lambda engine: engine.search(grouped))
+    both(sharded, single, lambda engine: engine.search(grouped))
 
 
 def test_vector_errors_equal_single_engine(engines: tuple[ShardedEngine, Engine]) -> None:
@@ -260,7 +235,7 @@ def test_vector_errors_equal_single_engine(engines: tuple[ShardedEngine, Engine]
         lambda engine: engine.search({"collection": collection, "vector": {"name": "v", "values": [1, 0, 0, 1]}}),
         lambda engine: engine.search({"collection": f"{collection}-none", "vector": {"name": "v", "values": [1]}}),
     ]
-    answers = [_both(sharded, single, call) for call in calls]
+    answers = [both(sharded, single, call) for call in calls]
     statuses = [answer.get("status", 200) if isinstance(answer, dict) else 200 for answer in answers]
     assert statuses == [404, 200, 400, 400, 400, 201, 400, 400, 400, 200, 400, 400, 200, 200, 200, 200, 200, 200,
                         400, 404], statuses
