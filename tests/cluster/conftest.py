@@ -3,6 +3,7 @@ Without Ray installed every cluster test is skipped (``pip install -e '.[cluster
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,3 +26,14 @@ def ray_session() -> Iterator[Any]:
     yield ray
     if started:
         ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def engines(ray_session: Any) -> Iterator[tuple[Any, Any]]:
+    """A sharded engine (3 shards) and one engine, to give the same calls and compare."""
+    from roarsearch import Engine
+    from roarsearch.cluster import ShardedEngine
+
+    with tempfile.TemporaryDirectory() as directory, \
+            ShardedEngine(directory + "/sharded", shards=3) as sharded, Engine() as single:
+        yield sharded, single

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import tempfile
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -91,12 +89,6 @@ BAD = [{"count": 5000}, {"filter": "num >"}, {"sort": "num"}, {"typoTolerance": 
 
 _names = itertools.count()
 
-
-@pytest.fixture(scope="module")
-def engines(ray_session: Any) -> Iterator[tuple[ShardedEngine, Engine]]:
-    with tempfile.TemporaryDirectory() as directory, \
-            ShardedEngine(directory + "/sharded", shards=3) as sharded, Engine() as single:
-        yield sharded, single
 
 
 def _same(sharded: dict[str, Any], single: dict[str, Any]) -> None:

@@ -22,8 +22,6 @@ from __future__ import annotations
 import itertools
 import os
 import random
-import tempfile
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -96,12 +94,6 @@ GEO = st.one_of(st.none(), st.none(), st.fixed_dictionaries({"around": AROUND}))
 
 _names = itertools.count()
 
-
-@pytest.fixture(scope="module")
-def engines(ray_session: Any) -> Iterator[tuple[ShardedEngine, Engine]]:
-    with tempfile.TemporaryDirectory() as directory, \
-            ShardedEngine(directory + "/sharded", shards=3) as sharded, Engine() as single:
-        yield sharded, single
 
 
 def _body(collection: str, request: dict[str, Any], grouping: dict[str, Any], geo: dict[str, Any] | None,
