@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.datasets import CACHE, CORPORA, real_records
-from benchmarks.workloads import CLASSES, FRESH_SEED, entry_key, load, make_fresh
+from benchmarks.workloads import CLASSES, FRESH_SEED, analyzer_fingerprint, entry_key, load, make_fresh
 
 PASSES = ("after_load", "fresh", "writer")
 PASS_LABELS = {"after_load": "fresh after load", "fresh": "fresh", "writer": "fresh with writer"}
@@ -46,7 +46,9 @@ FRESH_BUDGET_S = 60.0
 
 
 def sets_directory(corpus: str, per_class: int, seed: int = FRESH_SEED) -> Path:
-    return CACHE / f"fresh-{corpus}-{per_class}-s{seed}"
+    """Where the fresh sets are cached (named after the analyzer's fingerprint: see
+    :func:`benchmarks.workloads.analyzer_fingerprint`)."""
+    return CACHE / f"fresh-{corpus}-{per_class}-s{seed}-a{analyzer_fingerprint()}"
 
 
 def prepare_sets(corpus: str, per_class: int, seed: int = FRESH_SEED) -> dict[str, dict[str, int]]:

@@ -31,6 +31,7 @@ Ranges are ``[low, high)``; ``null`` is open. Run ``python -m benchmarks.workloa
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -346,8 +347,21 @@ def entry_key(entry: dict[str, Any]) -> str:
     return json.dumps(entry, sort_keys=True)
 
 
+#: Text whose tokens change whenever the analyzer's rules do (symbols spelt with letters, accents,
+#: apostrophes, CJK, numbers, hyphens).
+ANALYZER_PROBE = "Monopoly™ 5㎏ ⒜ Café naïve O'Neil x-ray 東京タワー 1.5 ǅemal ＡＢＣ ß İstanbul"
+
+
+def analyzer_fingerprint() -> str:
+    """A short hash of how the analyzer splits :data:`ANALYZER_PROBE`: the name of every cached
+    set of query words drawn from the corpus carries it, so that a set drawn with an older
+    analyzer (whose words the engine no longer holds) is drawn again instead of reused."""
+    tokens = json.dumps(analyze(ANALYZER_PROBE), ensure_ascii=False)
+    return hashlib.sha1(tokens.encode("utf-8")).hexdigest()[:8]
+
+
 def fresh_path(corpus: str, per_class: int, seed: int = FRESH_SEED) -> Path:
-    return CACHE / f"fresh-{corpus}-{per_class}-s{seed}.json"
+    return CACHE / f"fresh-{corpus}-{per_class}-s{seed}-a{analyzer_fingerprint()}.json"
 
 
 def load_fresh(corpus: str, per_class: int, seed: int = FRESH_SEED) -> dict[str, Any]:
