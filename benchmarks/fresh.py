@@ -258,7 +258,8 @@ def markdown(report: dict[str, Any]) -> str:
                 warm_cell = (f"{warm['p50_ms']:.2f} / {warm['p95_ms']:.2f} / {warm['p99_ms']:.2f}"
                              if "p50_ms" in warm else _pair(warm))
                 fresh = run.get("fresh", {})
-                cells = [_pair(fresh.get(pass_, {}).get(kind)) for pass_ in PASSES]
+                # In the header's order: after the warm passes, after the load, with the writer.
+                cells = [_pair(fresh.get(pass_, {}).get(kind)) for pass_ in ("fresh", "after_load", "writer")]
 
                 def ratio(name: str, engine: str = run["engine"], key: str = key, kind: str = kind) -> str:
                     value = ratios.get(name, {}).get(key, {}).get(engine, {}).get(kind)
