@@ -102,15 +102,16 @@ class Chunk:
         file (see ``state.adopt_saved_chunks``). Columns kept raw become lazy ones over ``packed``;
         a lazy column keeps the blocks it inflated. Swapping a buffer is one attribute store: a
         reader holding the old one reads the same bytes."""
-        for column, data, ends, dtype, delta in ((self._docs, packed.docs, packed.doc_ends, np.uint32, True),
-                                                 (self._positions, packed.positions, packed.position_ends,
-                                                  packed.position_type, False)):
-            if isinstance(column, LazyColumn):
-                column.data = data
-            elif delta:
-                self._docs = LazyColumn(data, ends, packed.tokens, dtype, delta, packed.block_starts)
-            else:
-                self._positions = LazyColumn(data, ends, packed.tokens, dtype, delta, packed.block_starts)
+        docs, positions = self._docs, self._positions
+        if isinstance(docs, LazyColumn):
+            docs.data = packed.docs
+        else:
+            self._docs = LazyColumn(packed.docs, packed.doc_ends, packed.tokens, np.uint32, True, packed.block_starts)
+        if isinstance(positions, LazyColumn):
+            positions.data = packed.positions
+        else:
+            self._positions = LazyColumn(packed.positions, packed.position_ends, packed.tokens, packed.position_type,
+                                         False, packed.block_starts)
         self.packed = packed
         if doc_sets is not None and self.doc_sets is not None:
             self.doc_sets.data = doc_sets
