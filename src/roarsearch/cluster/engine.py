@@ -540,7 +540,7 @@ class ShardedEngine:
         )
 
     def _vector_search(self, parsed: SearchRequest, widened: SearchRequest, body: dict[str, Any]) -> dict[str, Any]:
-        """A ``vector`` request in four rounds (:mod:`roarsearch.cluster.vector_merge`): the global
+        """A ``vector`` request in four steps (:mod:`roarsearch.cluster.vector_merge`): the global
         nearest, counts and candidates, keyword positions (hybrid), the page's records."""
         assert parsed.vector is not None
         try:
@@ -558,7 +558,7 @@ class ShardedEngine:
                  for entries in (part["nearest"], *part["facets"].values()) for record_id, _score in entries}
         token = uuid.uuid4().hex
         recipes: dict[int, Recipe] = {}
-        rendered_by: set[int] = set()  # shards whose round 4 ran (they forgot the search then)
+        rendered_by: set[int] = set()  # shards whose render step ran (they forgot the search then)
 
         def recipe(shard: int, kept: int | None) -> Recipe:
             held = [(record_id, position) for position, (record_id, _score) in enumerate(vector, 1)
@@ -595,7 +595,7 @@ class ShardedEngine:
         return merge_counts(parsed, body, parts, results)
 
     def _keyword_positions(self, token: str, recipes: dict[int, Recipe], placed: list[Placed]) -> None:
-        """Round 3: each keyword match's global position, its own shard's plus every other
+        """The positions step: each keyword match's global position, its own shard's plus every other
         shard's keyword matches before its keyword key (asked of the shards of ``recipes``: those
         holding the collection)."""
         keyed = [entry for entry in placed if entry.keyword_key is not None]
@@ -610,7 +610,7 @@ class ShardedEngine:
 
     def _render(self, token: str, recipes: dict[int, Recipe], shown: list[Placed],
                 rendered_by: set[int]) -> dict[int, dict[str, Any]]:
-        """Round 4: the shown records from their shards, with ``_rank`` and ``_vectorScore`` set
+        """The render step: the shown records from their shards, with ``_rank`` and ``_vectorScore`` set
         (keyed by ``id()`` of each :class:`Placed`); ``rendered_by`` gets the shards asked."""
         by_shard: dict[int, list[Placed]] = {}
         for entry in shown:
@@ -628,7 +628,7 @@ class ShardedEngine:
         return rendered
 
     def _forget(self, token: str, shards: list[int]) -> None:
-        """``shards`` drop a search's kept state (those that ran round 4 did then)."""
+        """``shards`` drop a search's kept state (those that ran the render step did then)."""
         for shard in shards:
             actor = self._actors[shard]
             try:
@@ -649,7 +649,7 @@ class ShardedEngine:
         return run_multi_search(self.search, searches, MULTI_SEARCH_THREADS)  # threads overlap the shard round trips
 
     def _scatter(self, call: Callable[[int, Any, int | None], Any]) -> list[dict[str, Any]]:
-        """Two rounds when needed: each shard keeps as many words as it can; shards that kept
+        """Two calls per shard when needed: each shard keeps as many words as it can; shards that kept
         fewer than the most any shard kept run again with that number (word dropping is global).
         ``call(shard, actor, kept)`` (``kept`` None: as many as the shard can)."""
         try:

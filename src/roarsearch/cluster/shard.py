@@ -15,10 +15,10 @@ Owns: the shard side of contract §10 —
   the exact distance, ``id`` as the id), the packed relevance cost behind ``_rank``, the
   settings' ``customRanking`` keys (already oriented) and the record id; per numeric facet the
   sum and number of values (``avg`` = sum / number of values).
-- a ``vector`` search takes four rounds (:mod:`roarsearch.cluster.shard_vectors`): ``nearest``,
+- a ``vector`` search takes four steps (:mod:`roarsearch.cluster.shard_vectors`): ``nearest``,
   ``vector_search``, ``keyword_counts`` (hybrid only) and ``render``; the shard keeps each
-  search's state between its rounds by the driver's token (at most :data:`PARTIALS_KEPT`; one
-  pushed out is computed again from the recipe every round carries).
+  search's state between its steps by the driver's token (at most :data:`PARTIALS_KEPT`; one
+  pushed out is computed again from the recipe every step carries).
 - records and collections: ``get_records`` aligned to the ids asked, ``page_records``,
   ``collections`` and ``collection_info`` of this shard (``None`` where it lacks the collection:
   a collection exists where some shard holds it); settings and drops arrive as prepared batches.
@@ -55,8 +55,8 @@ from roarsearch.ranking.fusion import FusedRanker
 from roarsearch.ranking.ranker import Ranker
 
 PREPARED_DIR = "twophase"
-#: Vector searches a shard keeps between their rounds (more in flight at once: the oldest are
-#: computed again when their next round comes).
+#: Vector searches a shard keeps between their steps (more in flight at once: the oldest are
+#: computed again when their next step comes).
 PARTIALS_KEPT = 32
 #: Seconds a restarted shard waits for its killed predecessor to release the directory lock.
 LOCK_WAIT_SECONDS = 30.0
@@ -82,7 +82,7 @@ class ShardActor:
                 time.sleep(0.1)
         self.prepared_path = os.path.join(path, PREPARED_DIR)
         os.makedirs(self.prepared_path, exist_ok=True)
-        #: The vector searches between their rounds, by the driver's token (newest last).
+        #: The vector searches between their steps, by the driver's token (newest last).
         self._partials: OrderedDict[str, tuple[Collection, VectorPartial]] = OrderedDict()
         self._partials_lock = threading.Lock()
 
@@ -276,7 +276,7 @@ class ShardActor:
     # ------------------------------------------------------------------ vector search (shard_vectors)
 
     def nearest(self, request: SearchRequest) -> dict[str, Any]:
-        """Round 1 of a vector search: this shard's nearest lists (``exists`` False without the collection)."""
+        """The nearest step of a vector search: this shard's nearest lists (``exists`` False without the collection)."""
         target = self._existing(request.collection)
         if target is None:
             return {"exists": False}
@@ -284,7 +284,7 @@ class ShardActor:
             return {"exists": True, **nearest_lists(target.index, request)}
 
     def vector_search(self, token: str, recipe: Recipe) -> dict[str, Any]:
-        """Round 2: counts and the page's candidates; the search is kept for rounds 3 and 4."""
+        """The matches step: counts and the page's candidates; the search is kept for the next steps."""
         target = self._existing(recipe[0].collection)
         exists = target is not None
         collection = target if target is not None else Collection(recipe[0].collection)
@@ -298,13 +298,13 @@ class ShardActor:
         return {"exists": exists, **answer}
 
     def keyword_counts(self, token: str, recipe: Recipe, keys: list[tuple[Any, ...]]) -> list[int]:
-        """Round 3 (hybrid): per keyword key, the keyword matches here that precede it."""
+        """The positions step (hybrid): per keyword key, the keyword matches here that precede it."""
         collection, partial = self._partial(token, recipe, keep=True)
         with collection.lock.reading():
             return partial.keyword_counts(keys)
 
     def render(self, token: str, recipe: Recipe, record_ids: list[Any]) -> list[dict[str, Any]]:
-        """Round 4: the page's records held here, in the order asked; the search is then forgotten."""
+        """The render step: the page's records held here, in the order asked; the search is then forgotten."""
         collection, partial = self._partial(token, recipe, keep=False)
         with collection.lock.reading():
             return partial.render(record_ids)
@@ -319,7 +319,7 @@ class ShardActor:
             kept = self._partials.get(token) if keep else self._partials.pop(token, None)
         if kept is not None:
             return kept
-        # Pushed out by newer searches: computed again (no write lands between the driver's rounds).
+        # Pushed out by newer searches: computed again (no write lands between the driver's steps).
         target = self._existing(recipe[0].collection)
         collection = target if target is not None else Collection(recipe[0].collection)
         with collection.lock.reading():

@@ -1,6 +1,6 @@
 """The shard side of a vector or hybrid search over a sharded collection (contract §10, §11).
 
-Owns: what one shard computes for each round of the driver's ``vector`` search (the driver's
+Owns: what one shard computes for each step of the driver's ``vector`` search (the driver's
 side, and why the answer is exact, is :mod:`roarsearch.cluster.vector_merge`):
 
 1. :func:`nearest_lists`: this shard's ``k`` nearest among its records passing every filter,
@@ -27,7 +27,7 @@ side, and why the answer is exact, is :mod:`roarsearch.cluster.vector_merge`):
    ``_geoDistance`` and ``_highlights``); the driver sets ``_rank`` and adds ``_vectorScore``.
 
 Called by :class:`~roarsearch.cluster.shard.ShardActor`, which keeps each search's
-:class:`VectorPartial` between its rounds (the driver holds writes off meanwhile).
+:class:`VectorPartial` between its steps (the driver holds writes off meanwhile).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from roarsearch.schema import first_leaf
 Facet = tuple[str, str]
 #: ``(record id, score)`` of a vector match.
 Scored = tuple[Any, float]
-#: What the driver's rounds after the first give a shard: the request, the words kept, the
+#: What the driver's steps after the first give a shard: the request, the words kept, the
 #: global vector matches held here as ``(record id, b)``, and per widened facet its global list's
 #: record ids held here.
 Recipe = tuple[SearchRequest, int | None, list[tuple[Any, int]], dict[Facet, list[Any]]]
@@ -83,7 +83,7 @@ def widened_facets(request: SearchRequest) -> list[Facet]:
 
 
 def nearest_lists(index: Index, request: SearchRequest) -> dict[str, Any]:
-    """Round 1: this shard's ``k`` nearest, and per widened facet its ``k`` nearest with that
+    """The nearest step: this shard's ``k`` nearest, and per widened facet its ``k`` nearest with that
     facet's own filter left out; the space's metric (the driver orders by it). A 400 when the
     space is not declared or the query vector does not fit it (the engine's own checks)."""
     assert request.vector is not None
@@ -101,7 +101,7 @@ def nearest_lists(index: Index, request: SearchRequest) -> dict[str, Any]:
 
 
 class VectorPartial:
-    """One shard's part of a vector or hybrid search, from round 2 on (the caller holds the
+    """One shard's part of a vector or hybrid search, from the matches step on (the caller holds the
     collection's read lock while it is built and used)."""
 
     def __init__(self, collection: Collection, recipe: Recipe) -> None:
@@ -144,7 +144,7 @@ class VectorPartial:
         self.keyword_only = keyword - vector_set
         self._keys: dict[int, tuple[Any, ...]] = {}
 
-    # ------------------------------------------------------------------ round 2
+    # ------------------------------------------------------------------ matches step
 
     def answer(self) -> dict[str, Any]:
         """Counts over the matches here, and the candidates for the page (see the module)."""
@@ -223,7 +223,7 @@ class VectorPartial:
             key = self._keys[doc] = (relevance_cost(self.ranker.ranks[doc]), *ties, id_sort_key(record_id))
         return key
 
-    # ------------------------------------------------------------------ round 3
+    # ------------------------------------------------------------------ positions step
 
     def keyword_counts(self, keys: list[tuple[Any, ...]]) -> list[int]:
         """Per keyword key (of a record held elsewhere), the keyword matches here that precede it."""
@@ -234,7 +234,7 @@ class VectorPartial:
 
         return [bisect.bisect_left(range(order.size), key, key=key_at) for key in keys]
 
-    # ------------------------------------------------------------------ round 4
+    # ------------------------------------------------------------------ render step
 
     def render(self, record_ids: list[Any]) -> list[dict[str, Any]]:
         """The records of ``record_ids`` as the engine's page shows them, ``_rank`` left at 0."""

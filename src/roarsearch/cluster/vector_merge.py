@@ -1,7 +1,7 @@
 """Merging a vector or hybrid search over the shards into one engine's answer (contract §10, §11).
 
 Owns: the driver's side of :mod:`roarsearch.cluster.shard_vectors`. Pure functions over plain
-data: no Ray, no engine state. ``ShardedEngine._vector_search`` runs the rounds:
+data: no Ray, no engine state. ``ShardedEngine._vector_search`` runs the steps:
 
 1. every shard's nearest lists → :func:`merge_nearest`: the global ``k`` nearest (nearest first,
    ties by record id), for the request and for each facet counted with its own facet filter left
@@ -55,7 +55,7 @@ class Placed:
     parts: list[Any]
     #: The keyword key (relevance cost, customRanking parts, id) of a keyword match, else None.
     keyword_key: tuple[Any, ...] | None
-    #: Position in the keyword order: the shard's own, then (round 3) the global one.
+    #: Position in the keyword order: the shard's own, then (the positions step) the global one.
     keyword_at: int | None
     #: Position in the global vector order and the vector score (None: not a vector match).
     vector_at: int | None
