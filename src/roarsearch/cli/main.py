@@ -108,6 +108,9 @@ def _parser() -> argparse.ArgumentParser:
                             "(needs the cluster extra; docs/cluster.md)")
     serve.add_argument("--ray-address", default=None, metavar="ADDR",
                        help="Ray cluster to run the shards on (default: a local Ray); only with --shards")
+    serve.add_argument("--page-files", default=None, metavar="DIR",
+                       help="serve DIR's files at / ahead of the search page's own, e.g. an embed.js "
+                            "giving the page a query embedding hook (docs/vectors.md)")
 
     importer = commands.add_parser("import", help="load JSON Lines, a JSON array or CSV (plain, .gz, .bz2, .xz) into a collection")
     importer.add_argument("collection")
@@ -302,6 +305,12 @@ def _configure_logging() -> None:
     logger.propagate = False
 
 
+def _page_files(directory: str | None) -> str | None:
+    if directory is not None and not os.path.isdir(directory):
+        raise UsageError(f"--page-files {directory}: not a directory")
+    return None if directory is None else os.path.abspath(directory)
+
+
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -312,12 +321,13 @@ def serve(args: argparse.Namespace) -> int:
 
     admin, search_keys, generated = _keys(args)
     apps = tuple(args.apps or [DEFAULT_APP])
+    page_files = _page_files(args.page_files)
     try:
         # Stored keys derive from the admin key given; without one, from a secret kept in the data root.
         master = master_secret(args.data, None if generated else admin[0])
         config = ServerConfig(data=args.data, apps=apps, admin_keys=admin, search_keys=search_keys,
                               cors_origins=tuple(args.cors_origins or ["*"]), max_body_bytes=args.max_body_bytes,
-                              master_key=master)
+                              master_key=master, page_files=page_files)
     except ValueError as error:
         raise UsageError(str(error)) from error
     if _is_data_directory(args.data) and len(apps) > 1:

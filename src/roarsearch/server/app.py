@@ -614,7 +614,13 @@ async def send_json(send: Send, status: int, content: bytes, extra: list[tuple[b
 
 
 class SearchPage(StaticFiles):
-    """The search page at ``/``: GET and HEAD only; any other method is "no route" (404)."""
+    """The search page at ``/``: GET and HEAD only; any other method is "no route" (404). Files of
+    ``overlay`` (an application's ``embed.js``, ...) are found before the page's own."""
+
+    def __init__(self, directory: str, overlay: str | None = None) -> None:
+        super().__init__(directory=directory, html=True)
+        if overlay is not None:
+            self.all_directories = [overlay, *self.all_directories]
 
     async def get_response(self, path: str, scope: Scope) -> Response:
         if scope["method"] not in ("GET", "HEAD"):
@@ -681,7 +687,7 @@ def create_app(config: ServerConfig, engines: Mapping[str, Engine] | None = None
     routes: list[BaseRoute] = [Route(path, service.dispatcher(path), methods=ANY_METHOD) for path in ROUTES]
     static_dir = config.static_dir or STATIC_DIR
     if os.path.isdir(static_dir):  # after the API routes: the page never shadows them
-        routes.append(Mount("/", SearchPage(directory=static_dir, html=True), name="page"))
+        routes.append(Mount("/", SearchPage(static_dir, config.page_files), name="page"))
     middleware = [Middleware(FastSearch, service=service), Middleware(JSONCORSMiddleware, allow_origins=list(config.cors_origins),
                              allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
                              allow_headers=["Authorization", "Content-Type"], max_age=600)]

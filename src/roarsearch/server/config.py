@@ -33,6 +33,9 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     #: Directory of the search page served at ``/``; None means the one bundled in the package.
     static_dir: str | None = field(default=None)
+    #: A directory whose files are served at ``/`` ahead of the page's own (``serve --page-files``):
+    #: an application's ``embed.js`` and whatever it loads, from the page's origin.
+    page_files: str | None = None
     #: The secret stored keys are derived from (``roarsearch.keys``); None: the first admin key.
     master_key: str | None = None
 
