@@ -18,12 +18,21 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 EMPTY = FrozenBitMap()
 
 
+#: Past this many ids, unordered ids are sorted before they go into a bitmap: CRoaring appends
+#: sorted ids to its last container, but looks each unordered one's container up (100,000 ids
+#: of a 1M-doc range slice: 4.8 ms as they come, 0.55 ms sorted first).
+SORT_BEFORE_BUILD = 256
+
+
 def bitmap_from_array(doc_ids: np.ndarray) -> AbstractBitMap:
     """A AbstractBitMap of ``doc_ids`` (any integer dtype, any order, duplicates allowed)."""
     if doc_ids.size == 0:
         return BitMap()
+    ids = np.ascontiguousarray(doc_ids, dtype=np.uint32)
+    if ids.size > SORT_BEFORE_BUILD and not bool((ids[1:] >= ids[:-1]).all()):
+        ids = np.sort(ids)
     buffer = array.array("I")
-    buffer.frombytes(np.ascontiguousarray(doc_ids, dtype=np.uint32).tobytes())
+    buffer.frombytes(ids.tobytes())
     return BitMap(buffer)
 
 

@@ -2,6 +2,9 @@
 
 - ``sorted_unique`` gives exactly ``np.unique``'s answer (values, dtype) for integer arrays of
   any width and shape, empty and single ones included.
+- ``bitmap_from_array`` holds exactly the set of its ids, in any order, with duplicates, for any
+  integer dtype, below and above the size from which it sorts them first (a non-contiguous slice
+  included), and leaves its input as it was.
 - ``union_all`` of any number of bitmaps (frozen or not, sparse or dense) is their set union, as a
   new bitmap (frozen when the first is), and leaves its inputs as they were.
 """
@@ -13,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyroaring import BitMap, FrozenBitMap
 
-from roarsearch.index.bitmaps import sorted_unique, union_all
+from roarsearch.index.bitmaps import SORT_BEFORE_BUILD, bitmap_from_array, sorted_unique, union_all
 
 
 @given(values=st.lists(st.integers(0, 2**32 - 1), max_size=300),
@@ -43,3 +46,12 @@ def test_union_all_is_the_set_union(parts: list[tuple[list[int], bool, bool]]) -
     if isinstance(union, BitMap):
         union.add(299_999_999)  # a new object: the inputs do not change
     assert [set(bitmap) for bitmap in bitmaps] == before
+
+
+@given(values=st.lists(st.integers(0, 2**32 - 1), max_size=3 * SORT_BEFORE_BUILD),
+       repeats=st.integers(1, 3), dtype=st.sampled_from([np.uint32, np.int64, np.uint64]), step=st.sampled_from([1, 2]))
+def test_bitmap_from_array_holds_the_ids(values: list[int], repeats: int, dtype: type, step: int) -> None:
+    array = np.asarray(values * repeats, dtype=dtype)[::step]
+    before = array.copy()
+    assert set(bitmap_from_array(array)) == set(array.tolist())
+    assert array.tolist() == before.tolist()
