@@ -350,7 +350,7 @@ def run_lancedb(vectors: np.ndarray, buckets: np.ndarray, queries: np.ndarray, e
 def run_typesense(vectors: np.ndarray, buckets: np.ndarray, queries: np.ndarray, exact: dict[str, list[list[int]]],
                   out: dict[str, Any]) -> None:
     """Typesense's vector search (HNSW), the server binary the other benchmarks start."""
-    import requests
+    import httpx
 
     from benchmarks.geo import typesense_server
 
@@ -358,7 +358,7 @@ def run_typesense(vectors: np.ndarray, buckets: np.ndarray, queries: np.ndarray,
     with typesense_server() as (port, key):
         url = f"http://127.0.0.1:{port}"
         headers = {"X-TYPESENSE-API-KEY": key}
-        session = requests.Session()
+        session = httpx.Client(timeout=600)
         version = session.get(f"{url}/debug", headers=headers).json().get("version")
         schema = {"name": "v", "fields": [{"name": "bucket", "type": "int32"},
                                           {"name": "vector", "type": "float[]", "num_dim": dims}]}
@@ -369,7 +369,7 @@ def run_typesense(vectors: np.ndarray, buckets: np.ndarray, queries: np.ndarray,
             lines = "\n".join(json.dumps({"id": str(position), "bucket": int(buckets[position]),
                                           "vector": vectors[position].tolist()})
                               for position in range(start, min(n, start + BATCH)))
-            answer = session.post(f"{url}/collections/v/documents/import?action=create", headers=headers, data=lines)
+            answer = session.post(f"{url}/collections/v/documents/import?action=create", headers=headers, content=lines)
             failed = [line for line in answer.text.splitlines() if '"success":true' not in line]
             if failed:
                 raise RuntimeError(f"typesense import failed: {failed[:2]}")

@@ -3,7 +3,8 @@
 - approximate search (the HNSW graph, built once a space holds ``ANN_MIN_VECTORS`` vectors) never
   returns a doc outside the candidates, keeps recall@10 ≥ 0.95 against exact search with no filter
   and with filters passing 50 %, 10 % and 1 %, and a very selective filter is answered exactly;
-- the graph survives a snapshot round trip (opened as a view, not rebuilt) and is copied before an
+- the graph survives a snapshot round trip (opened as a view, not rebuilt, with its search breadth
+  set again) and is copied before an
   add changes it; an index without usearch answers exactly;
 - declaring, removing and declaring again a space drops and re-indexes the stored vectors;
 - reciprocal rank fusion orders as contract §11 says, for r = 0, r = 1 and in between.
@@ -88,11 +89,13 @@ def test_the_graph_round_trips_through_a_snapshot_as_a_view(small_thresholds: No
         "v": {**state["vectors"]["spaces"]["v"], "graph": memoryview(bytes(graph))}}}})
     space = loaded.vectors.spaces["v"]
     assert space.graph_buffer is not None and len(space.graph_docs) == 2_000
+    assert space.graph.expansion_search == vectors.ANN_EXPANSION_SEARCH  # the saved graph does not keep it
     query = rows[17]
     found, _scores = space.nearest(loaded.alive, query, 5, None, exact=False)
     assert 17 in found.tolist()
     space.add(np.asarray([5_000]), rows[:1])  # an add copies the viewed graph first
     assert space.graph_buffer is None and 5_000 in space.graph_docs
+    assert space.graph.expansion_search == vectors.ANN_EXPANSION_SEARCH
 
 
 def test_without_usearch_every_search_is_exact(monkeypatch: pytest.MonkeyPatch, small_thresholds: None) -> None:
