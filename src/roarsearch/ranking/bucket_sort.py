@@ -632,3 +632,48 @@ def bucket_sort(
             doc, costs = placed[slot]
             placed[slot] = (doc, costs[:depth] + tuple(rest[doc]))
     return placed
+
+
+def bucket_places(
+    candidates: AbstractBitMap, rules: list[Rule], docstore: DocStore, targets: AbstractBitMap,
+    order: BucketOrder = order_by_id,
+) -> dict[int, int]:
+    """The 1-based place of each doc of ``targets`` (docs of ``candidates``) in the order
+    :func:`bucket_sort` pages ``candidates`` in, found by splitting only the buckets that hold one
+    of them: a bucket without one is counted, not ordered (a hybrid search needs the keyword
+    places of its k nearest, not the order of every keyword match)."""
+    places: dict[int, int] = {}
+    wanted = len(targets)
+    before = 0  # docs ordered before the bucket visited
+    stack: list[tuple[int, Iterator[tuple[int, AbstractBitMap]]]] = []
+    by_doc_order = order is order_by_id and docstore.id_rank() is None
+
+    def visit(bucket: AbstractBitMap, depth: int) -> None:
+        nonlocal before
+        held = bucket & targets
+        if held:
+            if len(bucket) == 1:
+                places[bucket.min()] = before + 1
+            elif depth == len(rules):
+                if by_doc_order:  # the bucket's own order: a doc's place in it is its rank
+                    places.update((doc, before + bucket.rank(doc)) for doc in held)
+                else:
+                    ordered = order(docstore, bucket, 0, len(bucket))
+                    places.update((doc, before + place) for place, doc in enumerate(ordered, 1) if doc in held)
+            else:
+                stack.append((depth, rules[depth](bucket)))
+                return
+        before += len(bucket)
+
+    if not targets:
+        return places
+    visit(candidates, 0)
+    while stack and len(places) < wanted:
+        depth, buckets = stack[-1]
+        step = next(buckets, None)
+        if step is None:
+            stack.pop()
+            continue
+        _cost, bucket = step
+        visit(bucket, depth + 1)
+    return places

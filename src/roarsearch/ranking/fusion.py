@@ -15,10 +15,11 @@ vector order and ``_rank`` is ``1 / (60 + b)``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
 import numpy as np
-from pyroaring import AbstractBitMap
+from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.errors import BadRequestError
 from roarsearch.index.bitmaps import bitmap_from_array
@@ -66,14 +67,17 @@ def fused_score(keyword_at: int | None, vector_at: int | None, ratio: float) -> 
     return score
 
 
-def fuse(keyword: np.ndarray, vector: np.ndarray, ratio: float,
-         id_rank: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The fused order of two ordered doc lists: (docs, scores), best first."""
+def fuse(keyword: np.ndarray, vector: np.ndarray, ratio: float, id_rank: np.ndarray | None,
+         keyword_places: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The fused order of two ordered doc lists: (docs, scores), best first. ``keyword_places``:
+    the 1-based keyword places of ``keyword`` when it is not the whole keyword order (by default
+    ``keyword[i]`` is at place ``i + 1``)."""
     docs = np.union1d(keyword, vector).astype(np.int64)
     absent = np.iinfo(np.int64).max
     keyword_at = np.full(docs.size, absent, dtype=np.int64)
     vector_at = np.full(docs.size, absent, dtype=np.int64)
-    keyword_at[np.searchsorted(docs, keyword)] = np.arange(1, keyword.size + 1)
+    keyword_at[np.searchsorted(docs, keyword)] = (np.arange(1, keyword.size + 1) if keyword_places is None
+                                                  else keyword_places)
     vector_at[np.searchsorted(docs, vector)] = np.arange(1, vector.size + 1)
     scores = np.zeros(docs.size, dtype=np.float64)
     in_keyword = keyword_at != absent
@@ -85,19 +89,45 @@ def fuse(keyword: np.ndarray, vector: np.ndarray, ratio: float,
     return docs[order], scores[order]
 
 
-def keyword_order(context: SearchContext) -> tuple[np.ndarray, Ranker]:
-    """Every keyword match (``context.candidates``, before the vector matches join them) in the
-    keyword order of contract §4 — relevance, the settings' customRanking, then id, whatever the
-    request's own sort — and the ranker that placed them (its ``ranks`` hold each one's ``_rank``).
-    ``roarsearch.cluster`` uses it too: a shard's keyword positions must be the engine's."""
+def keyword_ranker(context: SearchContext) -> Ranker:
+    """The ranker of the keyword order of contract §4 over the keyword matches
+    (``context.candidates``, before the vector matches join them): relevance, the settings'
+    customRanking, then id, whatever the request's own sort."""
     request = context.request
-    keyword_matches = context.candidates
     unsorted = SearchRequest(request.collection, request.query, request.search_fields, geo=request.geo)
-    keyword_context = SearchContext(context.index, unsorted, context.fields, context.matcher, context.words,
-                                    context.word_docs, context.facet_filters, keyword_matches,
-                                    settings=context.settings)
-    ranker = Ranker(keyword_context)
+    return Ranker(SearchContext(context.index, unsorted, context.fields, context.matcher, context.words,
+                                context.word_docs, context.facet_filters, context.candidates,
+                                settings=context.settings))
+
+
+def keyword_order(context: SearchContext) -> tuple[np.ndarray, Ranker]:
+    """Every keyword match in the keyword order, and the ranker that placed them (its ``ranks``
+    hold each one's ``_rank``). ``roarsearch.cluster`` uses it too: a shard's keyword positions
+    must be the engine's."""
+    ranker = keyword_ranker(context)
+    keyword_matches = context.candidates
     return np.asarray(ranker.docs(keyword_matches, 0, len(keyword_matches)), dtype=np.int64), ranker
+
+
+def keyword_places(context: SearchContext, vector_docs: np.ndarray, shown: int) -> tuple[np.ndarray, np.ndarray]:
+    """The keyword matches a fused page of the first ``shown`` places can hold, with their places
+    in the keyword order: the keyword order down to its ``shown``-th doc that is not a vector
+    match, and the vector matches that are keyword matches further down. No other doc can reach
+    those places: keyword-only docs keep their keyword order in the fused order, so each one
+    further down comes after those ``shown``."""
+    keyword_matches = context.candidates
+    ranker = keyword_ranker(context)
+    vector_matches = bitmap_from_array(vector_docs.astype(np.uint32))
+    first: list[int] = []
+    keyword_only = 0
+    while keyword_only < shown and len(first) < len(keyword_matches):
+        more = ranker.docs(keyword_matches, len(first), shown - keyword_only)
+        first.extend(more)
+        keyword_only += sum(1 for doc in more if doc not in vector_matches)
+    further = (keyword_matches & vector_matches) - BitMap(first)
+    places = ranker.places(keyword_matches, further)
+    docs = np.fromiter(chain(first, places), dtype=np.int64, count=len(first) + len(places))
+    return docs, np.fromiter(chain(range(1, len(first) + 1), places.values()), dtype=np.int64, count=docs.size)
 
 
 class VectorSearch:
@@ -118,8 +148,12 @@ class VectorSearch:
         id_rank = index.docs.id_rank()
         if self.hybrid:
             keyword_matches = context.candidates
-            keyword, _ranker = keyword_order(context)
-            order, ranks = fuse(keyword, vector_docs, request.semantic_ratio, id_rank)
+            if request.sort or request.group_by is not None:  # every match in order: sorts and groups reorder them
+                keyword, _ranker = keyword_order(context)
+                places = None
+            else:  # one page: the keyword matches that can reach it (:func:`keyword_places`)
+                keyword, places = keyword_places(context, vector_docs, request.skip + request.count)
+            order, ranks = fuse(keyword, vector_docs, request.semantic_ratio, id_rank, places)
             self.matches: AbstractBitMap = keyword_matches | bitmap_from_array(vector_docs.astype(np.uint32))
         else:
             order = vector_docs

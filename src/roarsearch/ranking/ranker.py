@@ -12,7 +12,7 @@ from pyroaring import AbstractBitMap
 
 from roarsearch.query.context import SearchContext
 from roarsearch.ranking import bucket_sort as bucket_sorting  # FEW_DOCS read at call time (tests change it)
-from roarsearch.ranking.bucket_sort import RelevanceRules, bucket_sort, pack_costs
+from roarsearch.ranking.bucket_sort import BucketOrder, RelevanceRules, bucket_places, bucket_sort, order_by_id, pack_costs
 from roarsearch.ranking.sort import order_by_keys, sort_page
 
 #: Candidate sets up to this size are ranked by scoring every rule over all of them at once and
@@ -50,11 +50,7 @@ class Ranker:
         elif self._ranked and not self._custom and len(docs) <= SCORE_ALL_BELOW:
             placed = self._scored_page(docs, skip, count)
         else:
-            if self._custom:
-                ranked = bucket_sort(docs, self._relevance.rules(), self._index.docs, skip, count,
-                                     order_by_keys(self._index, self._custom))
-            else:
-                ranked = bucket_sort(docs, self._relevance.rules(), self._index.docs, skip, count)
+            ranked = bucket_sort(docs, self._relevance.rules(), self._index.docs, skip, count, self._tie_order())
             if self._ranked:
                 # Pages share a few cost tuples: each is packed once.
                 packed: dict[tuple[int, ...], float] = {}
@@ -92,6 +88,21 @@ class Ranker:
         doc_array, packed = self._relevance.all_costs(docs)
         by_cost = np.argsort(packed, kind="stable") if id_rank is None else np.lexsort((id_rank[doc_array], packed))
         return doc_array[by_cost], packed[by_cost]
+
+    def places(self, docs: AbstractBitMap, targets: AbstractBitMap) -> dict[int, int]:
+        """The 1-based place in :meth:`page`'s order of ``docs`` of each doc of ``targets`` (docs of
+        ``docs``), for a ranker without an explicit sort, ordering no more than it must."""
+        assert not self._sort
+        if not targets:
+            return {}
+        if self._ranked and not self._custom and len(docs) <= SCORE_ALL_BELOW:
+            if self._scored is None or self._scored[0] is not docs:
+                self._scored = (docs, *self._score_all(docs))
+            return {doc: place for place, doc in enumerate(_as_list(self._scored[1]), 1) if doc in targets}
+        return bucket_places(docs, self._relevance.rules(), self._index.docs, targets, self._tie_order())
+
+    def _tie_order(self) -> BucketOrder:
+        return order_by_keys(self._index, self._custom) if self._custom else order_by_id
 
     def docs(self, docs: AbstractBitMap, skip: int, count: int) -> list[int]:
         """The docs of :meth:`page` alone (their ranks are kept in :attr:`ranks`)."""
