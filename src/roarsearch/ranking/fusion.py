@@ -122,6 +122,8 @@ def keyword_places(context: SearchContext, vector_docs: np.ndarray, shown: int) 
     keyword_only = 0
     while keyword_only < shown and len(first) < len(keyword_matches):
         more = ranker.docs(keyword_matches, len(first), shown - keyword_only)
+        if not more:
+            break
         first.extend(more)
         keyword_only += sum(1 for doc in more if doc not in vector_matches)
     further = (keyword_matches & vector_matches) - BitMap(first)
