@@ -20,7 +20,7 @@ the clock starts, then usearch's build, ...), the median of the pairwise ratios.
 
     python -m benchmarks.vectors [--records 100000] [--dims 192] [--corpora packages,movies]
                                  [--engines roarsearch,usearch,numpy,lancedb,typesense] [--queries 200] [--tag T]
-                                 [--add-rounds 3]
+                                 [--add-rounds 3] [--hybrid-only]
 
 Results go to ``benchmarks/results/vectors-<corpus>-<records>.json`` and are printed as a table.
 """
@@ -404,6 +404,13 @@ def run_corpus(corpus: str, args: argparse.Namespace) -> dict[str, Any]:
     buckets = buckets_of(n)
     out: dict[str, Any] = {"corpus": corpus, "records": n, "dims": args.dims, "queries": len(queries), "k": K,
                            "machine": f"{platform.machine()} {os.cpu_count()} cpus", "python": platform.python_version()}
+    if args.hybrid_only:
+        folder = tempfile.mkdtemp(prefix="bench-vectors-")
+        try:
+            hybrid(corpus, rows, vectors, buckets, queries, folder, out)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return out
     exact: dict[str, list[list[int]]] = {}
     numpy_results: dict[str, Any] = {}
     for name, share in FILTERS.items():
@@ -438,13 +445,15 @@ def run_corpus(corpus: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(out: dict[str, Any]) -> str:
+    engines = [engine for engine in ("roarsearch-approx", "roarsearch-exact", "usearch", "numpy", "lancedb", "typesense")
+               if engine in out]
     lines = [f"## {out['corpus']}: {out['records']} records, {out['dims']} dimensions, {out['queries']} queries, k = {K}",
              "", "| engine | " + " | ".join(f"recall@10 {name}" for name in FILTERS) + " | "
              + " | ".join(f"p50 ms {name}" for name in FILTERS) + " |",
              "|---|" + "---|" * (2 * len(FILTERS))]
-    for engine in ("roarsearch-approx", "roarsearch-exact", "usearch", "numpy", "lancedb", "typesense"):
-        if engine not in out:
-            continue
+    if not engines:  # --hybrid-only
+        del lines[2:]
+    for engine in engines:
         row = out[engine]
         lines.append(f"| {engine} | " + " | ".join(f"{row[name]['recall']:.3f}" for name in FILTERS) + " | "
                      + " | ".join(f"{row[name]['p50_ms']:.2f}" for name in FILTERS) + " |")
@@ -469,6 +478,8 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="appended to the results file's name")
     parser.add_argument("--add-rounds", type=int, default=3,
                         help="pairs of (roarsearch add, usearch build) run in turn for the add rate (0: none)")
+    parser.add_argument("--hybrid-only", action="store_true",
+                        help="only the hybrid figure (words + vector + a filter + two facets against each alone)")
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
     for corpus in args.corpora.split(","):
@@ -476,7 +487,8 @@ def main() -> None:
         out = run_corpus(corpus, args)
         out["command"] = (f"python -m benchmarks.vectors --records {args.records} --dims {args.dims} "
                           f"--corpora {corpus} --engines {args.engines} --queries {args.queries}"
-                          f"{' --tag ' + args.tag if args.tag else ''} --add-rounds {args.add_rounds}")
+                          f"{' --tag ' + args.tag if args.tag else ''} --add-rounds {args.add_rounds}"
+                          f"{' --hybrid-only' if args.hybrid_only else ''}")
         path = RESULTS / f"vectors-{corpus}-{out['records']}{'-' + args.tag if args.tag else ''}.json"
         path.write_text(json.dumps(out, indent=1) + "\n")
         print(report(out), flush=True)
