@@ -146,47 +146,86 @@ def _batch_trigrams(terms: list[str], first_id: int) -> tuple[np.ndarray, np.nda
     return _fold_array(np.concatenate(keys)), (np.concatenate(ids) + first_id).astype(np.uint32)
 
 
-class _KeyIndex:
-    """A multimap uint32 key → term ids: sorted main arrays plus an unsorted delta."""
+#: A key index keeps its latest keys in a small sorted run beside the big one until they number
+#: this share of it: adding a batch's terms then sorts the small run again, not every key (at 10M
+#: packages, millions of deletion keys sorted again after each 1,000-record batch made the next
+#: typo search take most of a second).
+RECENT_RUN_SHARE = 1 / 32
 
-    __slots__ = ("keys", "ids", "_delta_keys", "_delta_ids", "_delta_size")
+
+class _KeyIndex:
+    """A multimap uint32 key → term ids: a big sorted run and a small sorted run of the latest
+    keys (swapped together, so a lookup reads a consistent pair of runs), plus keys added since
+    the last :meth:`merge`."""
+
+    __slots__ = ("_runs", "_delta_keys", "_delta_ids")
 
     def __init__(self) -> None:
-        self.keys = np.empty(0, dtype=np.uint32)
-        self.ids = np.empty(0, dtype=np.uint32)
+        empty = np.empty(0, dtype=np.uint32)
+        #: (big run's keys, its ids, small run's keys, its ids), each run sorted by key.
+        self._runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (empty, empty, empty, empty)
         self._delta_keys: list[np.ndarray] = []
         self._delta_ids: list[np.ndarray] = []
-        self._delta_size = 0
 
     def add_arrays(self, keys: np.ndarray, ids: np.ndarray) -> None:
         self._delta_keys.append(keys)
         self._delta_ids.append(ids)
 
-    def merge(self) -> None:
-        if not self._delta_keys:
+    def load(self, keys: np.ndarray, ids: np.ndarray) -> None:
+        """Adopt saved sorted arrays (:meth:`whole`'s) as the big run."""
+        empty = np.empty(0, dtype=np.uint32)
+        self._runs = (keys, ids, empty, empty)
+
+    def merge(self, whole: bool = False) -> None:
+        """Sort the keys added since into the small run, and the small run into the big one once
+        it holds :data:`RECENT_RUN_SHARE` of it (``whole``: now)."""
+        big_keys, big_ids, small_keys, small_ids = self._runs
+        if not self._delta_keys and not (whole and small_keys.size):
             return
-        keys = np.concatenate([self.keys, *self._delta_keys])
-        ids = np.concatenate([self.ids, *self._delta_ids])
-        order = np.argsort(keys, kind="stable")
-        self.keys, self.ids = keys[order], ids[order]
+        keys = np.concatenate([small_keys, *self._delta_keys])
+        ids = np.concatenate([small_ids, *self._delta_ids])
         self._delta_keys, self._delta_ids = [], []
+        empty = np.empty(0, dtype=np.uint32)
+        if whole or keys.size > big_keys.size * RECENT_RUN_SHARE:
+            keys = np.concatenate((big_keys, keys))
+            ids = np.concatenate((big_ids, ids))
+            order = np.argsort(keys, kind="stable")
+            self._runs = (keys[order], ids[order], empty, empty)
+        else:
+            order = np.argsort(keys, kind="stable")
+            self._runs = (big_keys, big_ids, keys[order], ids[order])
+
+    def whole(self) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, ids) of every key, sorted: one run (merged first)."""
+        self.merge(whole=True)
+        return self._runs[0], self._runs[1]
 
     def pending(self) -> int:
         return len(self._delta_keys)
 
     def lookup(self, wanted: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """(term ids, index into ``wanted`` of the key that found them) for every hit (merged first)."""
-        keys, ids = self.keys, self.ids
+        """(term ids, index into ``wanted`` of the key that found them) for every hit of the merged keys."""
+        big_keys, big_ids, small_keys, small_ids = self._runs
         queries = np.asarray(wanted, dtype=np.uint32)
-        lo = np.searchsorted(keys, queries, side="left")
-        hi = np.searchsorted(keys, queries, side="right")
-        lengths = hi - lo
-        total = int(lengths.sum())
-        if not total:
+        found = [_hits(keys, ids, queries) for keys, ids in ((big_keys, big_ids), (small_keys, small_ids)) if keys.size]
+        if not found:
             return np.empty(0, np.uint32), np.empty(0, np.int64)
-        index = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
-        which = np.repeat(np.arange(queries.size, dtype=np.int64), lengths)
-        return ids[index], which
+        if len(found) == 1:
+            return found[0]
+        return np.concatenate((found[0][0], found[1][0])), np.concatenate((found[0][1], found[1][1]))
+
+
+def _hits(keys: np.ndarray, ids: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, query index) of every entry of one sorted run whose key is one of ``queries``."""
+    lo = np.searchsorted(keys, queries, side="left")
+    hi = np.searchsorted(keys, queries, side="right")
+    lengths = hi - lo
+    total = int(lengths.sum())
+    if not total:
+        return np.empty(0, np.uint32), np.empty(0, np.int64)
+    index = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+    which = np.repeat(np.arange(queries.size, dtype=np.int64), lengths)
+    return ids[index], which
 
 
 class _PermutedTerms(Sequence[str]):
@@ -507,16 +546,17 @@ class Lexicon:
 
     def to_state(self) -> dict[str, Any]:
         self._index_new_terms()
-        self._deletions.merge()
-        self._trigrams.merge()
+        with self._maintenance:  # the runs made one, as lookups may be reading them
+            deletion_keys, deletion_ids = self._deletions.whole()
+            trigram_keys, trigram_ids = self._trigrams.whole()
         sorted_ids, tail_ids = self.sorted_order()
         return {
             "sorted_ids": sorted_ids.tobytes(), "tail_ids": tail_ids.tobytes(),
             "key_scheme": KEY_SCHEME,
             "terms": "\x00".join(self._terms),
             "count": len(self._terms),
-            "deletion_keys": self._deletions.keys.tobytes(), "deletion_ids": self._deletions.ids.tobytes(),
-            "trigram_keys": self._trigrams.keys.tobytes(), "trigram_ids": self._trigrams.ids.tobytes(),
+            "deletion_keys": deletion_keys.tobytes(), "deletion_ids": deletion_ids.tobytes(),
+            "trigram_keys": trigram_keys.tobytes(), "trigram_ids": trigram_ids.tobytes(),
         }
 
     @classmethod
@@ -527,8 +567,8 @@ class Lexicon:
         lexicon._ids = None  # built by the first write; until then id_of searches the sorted view
         if state.get("key_scheme") == KEY_SCHEME:
             for index, prefix in ((lexicon._deletions, "deletion"), (lexicon._trigrams, "trigram")):
-                index.keys = np.frombuffer(state[f"{prefix}_keys"], dtype=np.uint32).copy()
-                index.ids = np.frombuffer(state[f"{prefix}_ids"], dtype=np.uint32).copy()
+                index.load(np.frombuffer(state[f"{prefix}_keys"], dtype=np.uint32).copy(),
+                           np.frombuffer(state[f"{prefix}_ids"], dtype=np.uint32).copy())
             lexicon._indexed_upto = len(terms)
         else:  # an older key scheme: the typo indexes are rebuilt from the terms on first use
             lexicon._indexed_upto = 0

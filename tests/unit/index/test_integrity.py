@@ -99,8 +99,10 @@ def _drop_exists(index: Index) -> None:
 def _garble_typo_keys(index: Index) -> None:
     lexicon = index.lexicon
     lexicon.typo_candidates("starr", 1)  # brings the typo indexes up to date
-    lexicon._deletions.ids = lexicon._deletions.ids.copy()
-    lexicon._deletions.ids[: lexicon._deletions.ids.size // 2] = 0
+    keys, ids = lexicon._deletions.whole()
+    ids = ids.copy()
+    ids[: ids.size // 2] = 0
+    lexicon._deletions.load(keys, ids)
 
 
 def _swap_numeric_order(index: Index) -> None:
