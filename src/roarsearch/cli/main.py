@@ -321,7 +321,7 @@ def serve(args: argparse.Namespace) -> int:
 
     admin, search_keys, generated = _keys(args)
     apps = tuple(args.apps or [DEFAULT_APP])
-    page_files = _page_files(args.page_files)
+    page_files = _page_files(getattr(args, "page_files", None))  # `demo` serves without the option
     try:
         # Stored keys derive from the admin key given; without one, from a secret kept in the data root.
         master = master_secret(args.data, None if generated else admin[0])
