@@ -4,7 +4,8 @@
   (the data directory is not written to);
 - a collection left short by an interrupted run is completed, not duplicated (ids replace);
 - ``--no-serve`` loads and exits 0; the options have the documented defaults and are all in docs/demo.md;
-- the printed address carries the search key and the collection in the fragment.
+- the printed address carries the search key and the collection in the fragment;
+- the command serves (no browser needed): the page at ``/`` and a search with the printed key.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from roarsearch import Engine
 from roarsearch.cli import demo
 from roarsearch.datasets import load_movies
+from tests.browser.conftest import DemoServer
 
 MOVIES = 17_472
 
@@ -76,3 +79,11 @@ def test_every_option_is_documented() -> None:
     documented = (Path(__file__).resolve().parents[2] / "docs" / "demo.md").read_text()
     options = [option for action in parser._actions for option in action.option_strings if option.startswith("--")]
     assert options and all(option in documented for option in options if option != "--help"), options
+
+
+def test_the_demo_serves_the_page_and_searches(demo_server: DemoServer) -> None:
+    page = httpx.get(demo_server.base_url + "/", timeout=30)
+    assert page.status_code == 200 and "roarsearch" in page.text
+    found = httpx.post(demo_server.base_url + "/v2", json={"collection": "movies", "query": "star wars"},
+                       headers={"Authorization": f"Bearer {demo_server.search_key}"}, timeout=30)
+    assert found.status_code == 200 and found.json()["totalHits"] > 0
