@@ -4,8 +4,8 @@ rule that nothing is skipped.
 Tests that need an optional extra (``bench``: tantivy, Whoosh) or a system browser are skipped on a
 machine without them, with a reason that names the command installing them, so that the README's
 ``pip install -e '.[test]' && python -m pytest`` passes with only Python and pip. CI (``.ci/run``)
-installs everything and sets ``ROARSEARCH_CI=1``: there, a skip is reported as a failure, so a
-missing install step can never pass unnoticed.
+installs everything and sets ``ROARSEARCH_CI=1``: there, a skip — of a test, or of a whole module
+while it is collected — is reported as a failure, so a missing install step can never pass unnoticed.
 """
 
 from __future__ import annotations
@@ -33,6 +33,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     outcome = yield
     report = outcome.get_result()
     if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI (ROARSEARCH_CI=1), where every test must run: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """The same rule for a module skipped whole while it is collected (``pytest.importorskip`` or
+    ``pytest.skip(allow_module_level=True)`` at its top), which no test report sees."""
+    outcome = yield
+    report = outcome.get_result()
+    if IN_CI and report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped in CI (ROARSEARCH_CI=1), where every test must run: {reason}"
