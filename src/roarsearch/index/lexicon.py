@@ -200,9 +200,6 @@ class _KeyIndex:
         self.merge(whole=True)
         return self._runs[0], self._runs[1]
 
-    def pending(self) -> int:
-        return len(self._delta_keys)
-
     def lookup(self, wanted: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """(term ids, index into ``wanted`` of the key that found them) for every hit of the merged keys."""
         big_keys, big_ids, small_keys, small_ids = self._runs

@@ -109,7 +109,7 @@ def keyword_order(context: SearchContext) -> tuple[np.ndarray, Ranker]:
     return np.asarray(ranker.docs(keyword_matches, 0, len(keyword_matches)), dtype=np.int64), ranker
 
 
-def keyword_places(context: SearchContext, vector_docs: np.ndarray, shown: int) -> tuple[np.ndarray, np.ndarray]:
+def keyword_places(context: SearchContext, vector_matches: AbstractBitMap, shown: int) -> tuple[np.ndarray, np.ndarray]:
     """The keyword matches a fused page of the first ``shown`` places can hold, with their places
     in the keyword order: the keyword order down to its ``shown``-th doc that is not a vector
     match, and the vector matches that are keyword matches further down. No other doc can reach
@@ -117,7 +117,6 @@ def keyword_places(context: SearchContext, vector_docs: np.ndarray, shown: int) 
     further down comes after those ``shown``."""
     keyword_matches = context.candidates
     ranker = keyword_ranker(context)
-    vector_matches = bitmap_from_array(vector_docs.astype(np.uint32))
     first: list[int] = []
     keyword_only = 0
     while keyword_only < shown and len(first) < len(keyword_matches):
@@ -148,19 +147,20 @@ class VectorSearch:
         #: ``_vectorScore`` of every vector match.
         self.scores: dict[int, float] = dict(zip(vector_docs.tolist(), vector_scores.tolist()))
         id_rank = index.docs.id_rank()
+        vector_matches = bitmap_from_array(vector_docs.astype(np.uint32))
         if self.hybrid:
             keyword_matches = context.candidates
             if request.sort or request.group_by is not None:  # every match in order: sorts and groups reorder them
                 keyword, _ranker = keyword_order(context)
                 places = None
             else:  # one page: the keyword matches that can reach it (:func:`keyword_places`)
-                keyword, places = keyword_places(context, vector_docs, request.skip + request.count)
+                keyword, places = keyword_places(context, vector_matches, request.skip + request.count)
             order, ranks = fuse(keyword, vector_docs, request.semantic_ratio, id_rank, places)
-            self.matches: AbstractBitMap = keyword_matches | bitmap_from_array(vector_docs.astype(np.uint32))
+            self.matches: AbstractBitMap = keyword_matches | vector_matches
         else:
             order = vector_docs
             ranks = 1.0 / (RRF_K + np.arange(1, vector_docs.size + 1, dtype=np.float64))
-            self.matches = bitmap_from_array(np.sort(vector_docs).astype(np.uint32))
+            self.matches = vector_matches
         self.ranker = FusedRanker(index, request.sort, request, order, ranks)
 
     def widen(self, facet: tuple[str, str], keyword_docs: AbstractBitMap) -> AbstractBitMap:
@@ -170,9 +170,9 @@ class VectorSearch:
         others = {name: docs for name, docs in context.facet_filters.items() if name != facet}
         if not self.hybrid:  # without words, ``keyword_docs`` is every doc passing the other filters
             nearest, _scores = self._nearest(keyword_docs)
-            return bitmap_from_array(np.sort(nearest).astype(np.uint32))
+            return bitmap_from_array(nearest.astype(np.uint32))
         nearest, _scores = self._nearest(passing_filters(context.index, context.request, others))
-        return keyword_docs | bitmap_from_array(np.sort(nearest).astype(np.uint32))
+        return keyword_docs | bitmap_from_array(nearest.astype(np.uint32))
 
 
 class FusedRanker:
