@@ -109,10 +109,54 @@ def _merge_sorted(old_keys: np.ndarray, new_keys: np.ndarray, new_order: np.ndar
     return tuple(np.insert(old, at, new[new_order]) for old, new in columns)
 
 
-class NumericColumn:
-    """Numbers of one field: (doc, value) pairs, a lazily sorted view, per-doc min and max."""
+#: A value order keeps the pairs added since it was last made whole in a small sorted run of their
+#: own until they number this share of it: a write then sorts the small run again, not the whole
+#: column (at 10M records, inserting each 1,000-record batch into the 10M-long sorted arrays made
+#: the next range filter or sorted browse take most of a second).
+RECENT_RUN_SHARE = 1 / 32
 
-    __slots__ = ("_pairs", "_sorted", "_order", "minimum", "maximum", "first", "docs", "multi_valued",
+
+class _ValueRuns:
+    """A numeric column's pairs in stable value order, as a big run (``order``: indexes of the
+    first ``order.size`` pairs; ``values``/``docs``: those pairs gathered in that order) and a small
+    run of the pairs added after it, sorted alone. Immutable: a write's pairs make a new one, so a
+    reader holds a consistent pair of runs."""
+
+    __slots__ = ("order", "values", "docs", "recent_values", "recent_docs", "recent_order")
+
+    def __init__(self, order: np.ndarray, values: np.ndarray, docs: np.ndarray,
+                 recent: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
+        self.order, self.values, self.docs = order, values, docs
+        empty = np.empty(0, dtype=np.uint32)
+        recent_values, recent_docs, recent_order = recent or (np.empty(0), empty, empty)
+        self.recent_values: np.ndarray = recent_values
+        self.recent_docs: np.ndarray = recent_docs
+        self.recent_order: np.ndarray = recent_order
+
+    @property
+    def count(self) -> int:
+        return self.order.size + self.recent_order.size
+
+    def runs(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(values, docs) of each non-empty run, each in value order."""
+        found = [(self.values, self.docs)]
+        if self.recent_order.size:
+            found.append((self.recent_values, self.recent_docs))
+        return found
+
+    def whole_order(self) -> np.ndarray:
+        """Indexes of every pair in stable value order: the small run merged into the big one."""
+        if not self.recent_order.size:
+            return self.order
+        (order,) = _merge_sorted(self.values, self.recent_values, np.arange(self.recent_order.size),
+                                 (self.order, self.recent_order))
+        return order
+
+
+class NumericColumn:
+    """Numbers of one field: (doc, value) pairs, their value order (two runs), per-doc min and max."""
+
+    __slots__ = ("_pairs", "_runs", "_order", "minimum", "maximum", "first", "docs", "multi_valued",
                  "version", "count", "_lock", "__weakref__")
 
     def __init__(self) -> None:
@@ -121,11 +165,11 @@ class NumericColumn:
         #: Pairs so far (they are only ever appended).
         self.count = 0
         self._pairs = _Pairs(np.float64)
-        #: (values, docs) in value order, made from ``_order`` and extended with it (never kept
-        #: without it, nor covering other pairs than it).
-        self._sorted: tuple[np.ndarray, np.ndarray] | None = None
-        #: The stable value order of the first ``_order.size`` pairs (saved in snapshots: a load
-        #: gathers instead of sorting); each write's pairs are merged in (:meth:`_merge_added`).
+        #: The pairs in value order (:class:`_ValueRuns`), made from ``_order`` on first read and
+        #: brought up to date by each read after a write (:meth:`value_runs`).
+        self._runs: _ValueRuns | None = None
+        #: A saved stable value order of the first ``_order.size`` pairs (a snapshot's: a load
+        #: gathers instead of sorting), until the runs are made from it.
         self._order: np.ndarray | None = None
         self.minimum = GrowableArray(np.float64, np.nan)
         # While no doc holds several values, a doc's min, max and first number are its one value:
@@ -187,60 +231,68 @@ class NumericColumn:
         """(docs, values) of pairs ``start:`` (those appended since the column had ``start``)."""
         return self._pairs.since(start)
 
-    def sorted_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """(values, docs) ordered by value: ranges become two binary searches and a slice."""
-        found = self._sorted
-        if found is None or found[0].size != self.count:
+    def value_runs(self) -> _ValueRuns:
+        """The pairs in value order, covering every pair: the pairs added since the last read sorted
+        into the small run, which is merged into the big one once it outgrows its share."""
+        found = self._runs
+        if found is None or found.count != self.count:
             with self._lock:
-                order = self.sort_order()  # extends ``_sorted`` too, when kept
-                found = self._sorted
+                found = self._runs
                 if found is None:
-                    docs, values = self.pairs()
-                    found = self._sorted = (values[order], docs[order])
+                    found = self._first_runs()
+                elif found.count != self.count:
+                    found = self._extended_runs(found)
+                self._runs = found
         return found
 
-    def sort_order(self) -> np.ndarray:
-        """Indexes of ``pairs()`` in stable value order (uint32)."""
+    def _first_runs(self) -> _ValueRuns:
+        docs, values = self.pairs()
         order = self._order
-        if order is None or order.size != self.count:
-            with self._lock:
-                if self._order is not None and self._order.size != self.count:
-                    self._merge_added()
-                if self._order is None:
-                    _docs, values = self.pairs()
-                    self._order = np.argsort(values, kind="stable").astype(np.uint32)
-                order = self._order
-        return order
+        if order is None or order.size > self.count:
+            order = np.argsort(values, kind="stable").astype(np.uint32)
+        self._order = None  # the runs hold it from now on
+        runs = _ValueRuns(order, values[order], docs[order])
+        return self._extended_runs(runs) if runs.count != self.count else runs
 
-    def _merge_added(self) -> None:
-        """Merge the pairs added since into ``_order`` and, when kept, ``_sorted`` (which then
-        covers the same pairs): the new pairs sorted alone, not the whole column again."""
-        order, found = self._order, self._sorted
-        assert order is not None
-        covered = order.size
+    def _extended_runs(self, runs: _ValueRuns) -> _ValueRuns:
+        covered = runs.order.size
         new_docs, new_values = self.pairs_since(covered)
-        if np.isnan(new_values).any():  # searchsorted cannot place NaN as argsort does: sort again
-            self._order = self._sorted = None
-            return
-        old_values = found[0] if found is not None else self.pairs()[1][order]
-        new_order = np.argsort(new_values, kind="stable")
+        new_order = np.argsort(new_values, kind="stable").astype(np.uint32)
+        if new_order.size <= covered * RECENT_RUN_SHARE:
+            return _ValueRuns(runs.order, runs.values, runs.docs,
+                              (new_values[new_order], new_docs[new_order], new_order + np.uint32(covered)))
         indexes = np.arange(covered, self.count, dtype=np.uint32)
-        if found is None:
-            (self._order,) = _merge_sorted(old_values, new_values, new_order, (order, indexes))
-        else:
-            self._order, values, docs = _merge_sorted(old_values, new_values, new_order, (order, indexes),
-                                                      (found[0], new_values), (found[1], new_docs))
-            self._sorted = (values, docs)
+        order, values, docs = _merge_sorted(runs.values, new_values, new_order, (runs.order, indexes),
+                                            (runs.values, new_values), (runs.docs, new_docs))
+        return _ValueRuns(order, values, docs)
+
+    def sort_order(self) -> np.ndarray:
+        """Indexes of ``pairs()`` in stable value order (uint32): what a snapshot saves. Without
+        runs (no range or sort read the column yet) the order alone is made and kept, not the
+        value-ordered pairs a search needs."""
+        known = self.known_sort_order()
+        if known is not None:
+            return known
+        with self._lock:
+            if self._runs is not None:
+                return self.value_runs().whole_order()
+            order = self._order
+            if order is None or order.size != self.count:
+                order = self._order = np.argsort(self.pairs()[1], kind="stable").astype(np.uint32)
+            return order
 
     def known_sort_order(self) -> np.ndarray | None:
-        """:meth:`sort_order` if it covers every pair, else None (not computed here)."""
-        order = self._order
+        """:meth:`sort_order` if one was made since the last write, else None (nothing sorted here)."""
+        runs, order = self._runs, self._order
+        if runs is not None and runs.count == self.count:
+            return runs.whole_order()
         return order if order is not None and order.size == self.count else None
 
     def load_order(self, order: np.ndarray) -> None:
         """Adopt a saved :meth:`sort_order` (ignored unless it fits the pairs)."""
         if order.size == self.pairs()[0].size:
             self._order = order
+            self._runs = None
 
     def range(self, low: float | None, low_inclusive: bool, high: float | None, high_inclusive: bool,
               within: AbstractBitMap | None = None) -> AbstractBitMap:
@@ -253,14 +305,17 @@ class NumericColumn:
         """
         if within is not None and len(within) <= RANGE_CHECK_THRESHOLD:
             return self._check(array_from_bitmap(within), low, low_inclusive, high, high_inclusive, within)
-        values, docs = self.sorted_pairs()
-        lo = 0 if low is None else int(np.searchsorted(values, low, side="left" if low_inclusive else "right"))
-        hi = values.size if high is None else int(np.searchsorted(values, high, side="right" if high_inclusive else "left"))
-        if hi <= lo:
+        slices = []
+        for values, docs in self.value_runs().runs():
+            lo = 0 if low is None else int(np.searchsorted(values, low, side="left" if low_inclusive else "right"))
+            hi = values.size if high is None else int(np.searchsorted(values, high, side="right" if high_inclusive else "left"))
+            if hi > lo:
+                slices.append(docs[lo:hi])
+        if not slices:
             return BitMap()
-        if not self.multi_valued and (hi - lo) * 8 > self.minimum.data.size:
+        if not self.multi_valued and sum(map(len, slices)) * 8 > self.minimum.data.size:
             return self._check(None, low, low_inclusive, high, high_inclusive)
-        return bitmap_from_array(docs[lo:hi])
+        return bitmap_from_array(slices[0] if len(slices) == 1 else np.concatenate(slices))
 
     def _check(self, docs: np.ndarray | None, low: float | None, low_inclusive: bool, high: float | None,
                high_inclusive: bool, within: AbstractBitMap | None = None) -> AbstractBitMap:

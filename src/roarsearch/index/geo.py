@@ -20,7 +20,7 @@ Invariants:
   edge, and the haversine (or the exact polygon test) decides the rest.
 
 The spatial view (built lazily once, then extended by the points each write adds — new docs come
-after every old one — like ``NumericColumn.sorted_pairs``) orders the
+after every old one) orders the
 points by ``(latitude strip, longitude)``, strips being :data:`STRIP_DEGREES` high. A query's
 bounding box becomes, for each strip it touches, one or two longitude slices found by binary
 search on a single composite key, so the work is proportional to the points near the area.

@@ -191,7 +191,7 @@ def _compare_lexicon(loaded: Index, rebuilt: Index, problems: _Problems) -> None
     for name, left, right in zip(("sorted", "tail"), lexicon.sorted_order(), fresh_lexicon.sorted_order()):
         if not np.array_equal(left, right):
             problems.append(f"lexicon: the {name} prefix view differs from the order of its terms")
-    views = ((lexicon._sorted_terms, fresh_lexicon._sorted_terms), (lexicon._sorted_tails, fresh_lexicon._sorted_tails))
+    views = ((lexicon._by_term[0].terms, fresh_lexicon._by_term[0].terms), (lexicon._by_tail[0].terms, fresh_lexicon._by_tail[0].terms))
     for name, (left_view, right_view) in zip(("sorted", "tail"), views):
         if len(left_view) != len(right_view) or list(left_view[:]) != list(right_view[:]):
             problems.append(f"lexicon: the {name} prefix view does not read back the terms in order")

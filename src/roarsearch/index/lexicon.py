@@ -146,10 +146,11 @@ def _batch_trigrams(terms: list[str], first_id: int) -> tuple[np.ndarray, np.nda
     return _fold_array(np.concatenate(keys)), (np.concatenate(ids) + first_id).astype(np.uint32)
 
 
-#: A key index keeps its latest keys in a small sorted run beside the big one until they number
-#: this share of it: adding a batch's terms then sorts the small run again, not every key (at 10M
-#: packages, millions of deletion keys sorted again after each 1,000-record batch made the next
-#: typo search take most of a second).
+#: A key index, and the sorted term views, keep their latest entries in a small sorted run beside
+#: the big one until they number this share of it: adding a batch's terms then sorts the small run
+#: again, not every entry (at 10M packages, millions of deletion keys sorted again after each
+#: 1,000-record batch made the next typo search take most of a second, and every term sorted
+#: again made the next prefix search take a tenth of one).
 RECENT_RUN_SHARE = 1 / 32
 
 
@@ -259,6 +260,55 @@ class _PermutedTerms(Sequence[str]):
         return [terms[term_id][self._skip:] for term_id in self._ids]
 
 
+class _TermRun:
+    """Terms in sorted order and their ids: binary searches for the terms that begin with a
+    string. ``terms`` is a list or, loaded from a snapshot, a :class:`_PermutedTerms` view."""
+
+    __slots__ = ("terms", "ids")
+
+    def __init__(self, terms: Sequence[str], ids: np.ndarray) -> None:
+        self.terms, self.ids = terms, ids
+
+    @classmethod
+    def of(cls, terms: list[str], ids: np.ndarray) -> _TermRun:
+        """The run of ``terms`` (in any order) with their ``ids``; equal terms (tails) by id."""
+        order = sorted(range(len(terms)), key=terms.__getitem__)
+        return cls([terms[i] for i in order], ids[np.asarray(order, dtype=np.int64)] if order else ids)
+
+    def bounds(self, start: str) -> tuple[int, int]:
+        terms = self.terms
+        first = bisect.bisect_left(terms, start)
+        return first, bisect.bisect_left(terms, start + "\U0010ffff", first)
+
+    def ids_from(self, start: str) -> np.ndarray:
+        """Ids of the terms that begin with ``start`` (in term order)."""
+        lo, hi = self.bounds(start)
+        return self.ids[lo:hi]
+
+    def next_letters(self, start: str) -> list[str]:
+        """Distinct letters that follow ``start`` in these terms (one binary search per letter)."""
+        terms = self.terms
+        lo, hi = self.bounds(start)
+        letters = []
+        depth = len(start)
+        while lo < hi:
+            term = terms[lo]
+            if len(term) == depth:
+                lo += 1
+                continue
+            letter = term[depth]
+            letters.append(letter)
+            lo = bisect.bisect_left(terms, start + letter + "\U0010ffff", lo, hi)
+        return letters
+
+
+_EMPTY_RUN = _TermRun([], np.empty(0, dtype=np.uint32))
+
+
+def _listed(terms: Sequence[str]) -> list[str]:
+    return terms.materialise() if isinstance(terms, _PermutedTerms) else list(terms)
+
+
 class Lexicon:
     """Every distinct term of one collection (all fields together), with typo and prefix search."""
 
@@ -267,14 +317,14 @@ class Lexicon:
         #: binary-search the saved sorted view, so opening does not hash every term).
         self._ids: dict[str, int] | None = {}
         self._terms: list[str] = []
-        # Prefix search: sorted terms and their ids, for terms up to ``_sorted_upto``. The id
-        # arrays are saved in snapshots; after a load the term sequences are views over them.
-        self._sorted_terms: Sequence[str] = []
-        self._sorted_ids = np.empty(0, dtype=np.uint32)
+        # Prefix search: the terms up to ``_sorted_upto`` sorted, as a big run and a small run of
+        # the latest (merged once it holds RECENT_RUN_SHARE of the big one), so that a batch of
+        # new terms sorts the small run again, not every term. The big run's ids are saved in
+        # snapshots; after a load its terms are a view over them.
+        self._by_term: tuple[_TermRun, _TermRun] = (_EMPTY_RUN, _EMPTY_RUN)
+        # The same for the terms without their first letter: typos in the first letter of a prefix.
+        self._by_tail: tuple[_TermRun, _TermRun] = (_EMPTY_RUN, _EMPTY_RUN)
         self._sorted_upto = 0
-        # Terms without their first letter, sorted: typos in the first letter of a prefix.
-        self._sorted_tails: Sequence[str] = []
-        self._tail_ids = np.empty(0, dtype=np.uint32)
         self._deletions = _KeyIndex()
         self._trigrams = _KeyIndex()
         self._indexed_upto = 0  # terms below this id are in the deletion and trigram indexes
@@ -334,10 +384,10 @@ class Lexicon:
         if ids is not None:
             return ids.get(term)
         # Loaded and not written since: the saved sorted view holds every term.
-        sorted_terms = self._sorted_terms
-        position = bisect.bisect_left(sorted_terms, term)
-        if position < len(sorted_terms) and sorted_terms[position] == term:
-            return int(self._sorted_ids[position])
+        run = self._by_term[0]
+        position = bisect.bisect_left(run.terms, term)
+        if position < len(run.terms) and run.terms[position] == term:
+            return int(run.ids[position])
         return None
 
     def _id_map(self) -> dict[str, int]:
@@ -394,42 +444,55 @@ class Lexicon:
         self._trigrams.merge()
         self._indexed_upto = len(self._terms)
 
-    def _sorted_view(self) -> None:
-        if self._sorted_upto == len(self._terms):
+    def _sorted_view(self, whole: bool = False) -> None:
+        if self._sorted_view_current(whole):
             return
-        with self._maintenance:
-            if self._sorted_upto != len(self._terms):
-                self._sorted_view_locked()
+        with self._maintenance:  # concurrent readers: one brings the views up to date
+            if not self._sorted_view_current(whole):
+                self._sorted_view_locked(whole)
 
-    def _sorted_view_locked(self) -> None:
-        # Timsort merges the sorted run and the new terms in close to linear time; sorting plain
-        # strings (not tuples) and mapping them back to ids keeps the work in C.
-        new_ids = range(self._sorted_upto, len(self._terms))
-        new_terms = self._terms[self._sorted_upto:]
-        # Views of a loaded snapshot become lists at the first merge (the cost of one lookup).
-        if isinstance(self._sorted_terms, _PermutedTerms):
-            self._sorted_terms = self._sorted_terms.materialise()
-        if isinstance(self._sorted_tails, _PermutedTerms):
-            self._sorted_tails = self._sorted_tails.materialise()
-        assert isinstance(self._sorted_terms, list) and isinstance(self._sorted_tails, list)
-        self._sorted_terms = sorted(self._sorted_terms + new_terms)
-        self._sorted_ids = np.fromiter(map(self._id_map().__getitem__, self._sorted_terms), dtype=np.uint32,
-                                       count=len(self._sorted_terms))
-        tails = self._sorted_tails + [term[1:] for term in new_terms]
-        tail_ids = np.concatenate((self._tail_ids, np.asarray(new_ids, dtype=np.uint32)))
-        order = sorted(range(len(tails)), key=tails.__getitem__)
-        self._sorted_tails = [tails[i] for i in order]
-        self._tail_ids = tail_ids[np.asarray(order, dtype=np.int64)] if order else tail_ids
-        self._sorted_upto = len(self._terms)
+    def _sorted_view_current(self, whole: bool) -> bool:
+        return self._sorted_upto == len(self._terms) and not (whole and len(self._by_term[1].ids))
+
+    def _sorted_view_locked(self, whole: bool) -> None:
+        """Sort the terms added since into the small runs, and the small runs into the big ones
+        once they hold :data:`RECENT_RUN_SHARE` of them (``whole``: now)."""
+        upto = len(self._terms)
+        big, small = self._by_term
+        big_tails = self._by_tail[0]
+        new_terms = self._terms[self._sorted_upto:upto]
+        new_ids = np.arange(self._sorted_upto, upto, dtype=np.uint32)
+        recent_terms = list(small.terms) + new_terms
+        if not whole and len(recent_terms) <= len(big.ids) * RECENT_RUN_SHARE:
+            recent_ids = np.concatenate((small.ids, new_ids))
+            self._by_term = (big, _TermRun.of(recent_terms, recent_ids))
+            # The small run's tails in id order (its ids are the latest, ascending): ties by id.
+            self._by_tail = (big_tails, _TermRun.of([term[1:] for term in self._terms[upto - len(recent_terms):upto]],
+                                                    np.arange(upto - len(recent_terms), upto, dtype=np.uint32)))
+        else:
+            # Timsort merges the big run and the new terms in close to linear time; sorting plain
+            # strings (not tuples) and mapping them back to ids keeps the work in C.
+            first_new = upto - len(recent_terms)
+            recent = self._terms[first_new:upto]
+            # A loaded snapshot's views become lists at the first merge (the cost of one lookup).
+            terms = sorted(_listed(big.terms) + recent)
+            ids = np.fromiter(map(self._id_map().__getitem__, terms), dtype=np.uint32, count=len(terms))
+            self._by_term = (_TermRun(terms, ids), _EMPTY_RUN)
+            tails = _listed(big_tails.terms) + [term[1:] for term in recent]
+            tail_ids = np.concatenate((big_tails.ids, np.arange(first_new, upto, dtype=np.uint32)))
+            self._by_tail = (_TermRun.of(tails, tail_ids), _EMPTY_RUN)
+        self._sorted_upto = upto
 
     # ------------------------------------------------------------------ lookups
 
     def prefix_ids(self, prefix: str) -> np.ndarray:
         """Sorted ids of every term starting with ``prefix`` (the term itself included)."""
         self._sorted_view()
-        lo = bisect.bisect_left(self._sorted_terms, prefix)
-        hi = bisect.bisect_left(self._sorted_terms, prefix + "\U0010ffff", lo)
-        return np.sort(self._sorted_ids[lo:hi])
+        big, small = self._by_term
+        found = big.ids_from(prefix)
+        if len(small.ids):
+            found = np.concatenate((found, small.ids_from(prefix)))
+        return np.sort(found)
 
     def typo_candidates(self, word: str, max_typos: int) -> list[tuple[int, int]]:
         """(term id, OSA distance) of every term within ``max_typos`` of ``word`` (itself included)."""
@@ -470,27 +533,9 @@ class Lexicon:
         matches = process.extract(word, self._terms, scorer=OSA.distance, score_cutoff=max_typos, limit=None)
         return [(index, int(distance)) for _, distance, index in matches]
 
-    def _range(self, start: str, lo: int = 0, hi: int | None = None) -> tuple[int, int]:
-        terms = self._sorted_terms
-        hi = len(terms) if hi is None else hi
-        first = bisect.bisect_left(terms, start, lo, hi)
-        return first, bisect.bisect_left(terms, start + "\U0010ffff", first, hi)
-
-    def _next_letters(self, start: str) -> list[str]:
-        """Distinct letters that follow ``start`` in the vocabulary (one binary search per letter)."""
-        terms = self._sorted_terms
-        lo, hi = self._range(start)
-        letters = []
-        depth = len(start)
-        while lo < hi:
-            term = terms[lo]
-            if len(term) == depth:
-                lo += 1
-                continue
-            letter = term[depth]
-            letters.append(letter)
-            lo = bisect.bisect_left(terms, start + letter + "\U0010ffff", lo, hi)
-        return letters
+    def _next_letters(self, start: str) -> set[str]:
+        """Distinct letters that follow ``start`` in the vocabulary."""
+        return {letter for run in self._by_term for letter in run.next_letters(start)}
 
     def prefix_candidates(self, prefix: str, max_typos: int = 0) -> list[tuple[int, int]]:
         """Terms that begin with ``prefix`` (distance 0) or, with ``max_typos`` ≥ 1, with a string one
@@ -519,16 +564,10 @@ class Lexicon:
         for letter in self._next_letters(prefix):
             beginnings.add(prefix + letter)
         beginnings.discard(prefix)
-        ids = self._sorted_ids
-        for beginning in beginnings:
-            lo, hi = self._range(beginning)
-            for term_id in ids[lo:hi].tolist():
-                if term_id not in best:
-                    best[term_id] = 1
-        for tail_prefix in tail_prefixes:
-            lo = bisect.bisect_left(self._sorted_tails, tail_prefix)
-            hi = bisect.bisect_left(self._sorted_tails, tail_prefix + "\U0010ffff", lo)
-            for term_id in self._tail_ids[lo:hi].tolist():
+        searches = [(run, beginning) for beginning in beginnings for run in self._by_term]
+        searches += [(run, tail_prefix) for tail_prefix in tail_prefixes for run in self._by_tail]
+        for run, start in searches:
+            for term_id in run.ids_from(start).tolist():
                 if term_id not in best:
                     best[term_id] = 1
         return sorted(best.items())
@@ -538,8 +577,8 @@ class Lexicon:
     def sorted_order(self) -> tuple[np.ndarray, np.ndarray]:
         """(term ids in term order, term ids in order of their terms without the first letter; ties
         by id) — the prefix views, brought up to date."""
-        self._sorted_view()
-        return self._sorted_ids, self._tail_ids
+        self._sorted_view(whole=True)
+        return self._by_term[0].ids, self._by_tail[0].ids
 
     def to_state(self) -> dict[str, Any]:
         self._index_new_terms()
@@ -573,9 +612,8 @@ class Lexicon:
             sorted_ids = np.frombuffer(state["sorted_ids"], dtype=np.uint32).copy()
             tail_ids = np.frombuffer(state["tail_ids"], dtype=np.uint32).copy()
             if sorted_ids.size == tail_ids.size == len(terms):
-                lexicon._sorted_ids, lexicon._tail_ids = sorted_ids, tail_ids
-                lexicon._sorted_terms = _PermutedTerms(terms, sorted_ids)
-                lexicon._sorted_tails = _PermutedTerms(terms, tail_ids, skip=1)
+                lexicon._by_term = (_TermRun(_PermutedTerms(terms, sorted_ids), sorted_ids), _EMPTY_RUN)
+                lexicon._by_tail = (_TermRun(_PermutedTerms(terms, tail_ids, skip=1), tail_ids), _EMPTY_RUN)
                 lexicon._sorted_upto = len(terms)
         if lexicon._sorted_upto != len(terms):
             lexicon._ids = dict(zip(terms, range(len(terms))))

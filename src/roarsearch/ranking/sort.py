@@ -15,7 +15,7 @@ page ``skip + count`` (ties at the cut included) are fully sorted with ``numpy.l
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from pyroaring import AbstractBitMap
@@ -84,6 +84,36 @@ PRESORTED_CHUNK = 4096
 PRESORTED_MIN_RATIO = 8
 
 
+def _value_order_chunks(runs: list[tuple[np.ndarray, np.ndarray]], descending: bool, step: int
+                        ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(values, docs) of a numeric column in value order from its best end, in chunks that grow
+    from ``step`` to :data:`PRESORTED_CHUNK`: the big run's chunks, each with the small run's
+    pairs that come before the chunk's last value merged in (ties of the two runs in either
+    order: the walk takes every tie)."""
+    values, docs = runs[0]
+    recent_values, recent_docs = runs[1] if len(runs) > 1 else (values[:0], docs[:0])
+    if descending:
+        values, docs = values[::-1], docs[::-1]
+        recent_values, recent_docs = recent_values[::-1], recent_docs[::-1]
+    taken, start = 0, 0
+    while start < docs.size or taken < recent_docs.size:
+        chunk_values, chunk_docs = values[start:start + step], docs[start:start + step]
+        start, step = start + step, min(2 * step, PRESORTED_CHUNK)
+        if taken < recent_docs.size:
+            if start >= docs.size:
+                end = recent_docs.size
+            elif descending:  # the small run, reversed, holds recent_docs.size - k values >= bound
+                end = recent_docs.size - int(np.searchsorted(recent_values[::-1], chunk_values[-1], side="left"))
+            else:
+                end = int(np.searchsorted(recent_values, chunk_values[-1], side="right"))
+            if end > taken:
+                merged_values = np.concatenate((chunk_values, recent_values[taken:end]))
+                merged_docs = np.concatenate((chunk_docs, recent_docs[taken:end]))
+                order = np.argsort(-merged_values if descending else merged_values, kind="stable")
+                chunk_values, chunk_docs, taken = merged_values[order], merged_docs[order], end
+        yield chunk_values, chunk_docs
+
+
 def _presorted_docs(index: Index, candidates: AbstractBitMap, keys: tuple[SortKey, ...], wanted: int) -> np.ndarray | None:
     """For one numeric sort key: the candidates that can reach the page, read from the column's
     value-sorted pairs starting at the best end, instead of keying every candidate.
@@ -97,23 +127,18 @@ def _presorted_docs(index: Index, candidates: AbstractBitMap, keys: tuple[SortKe
     columns = index.columns.get(keys[0].field)
     if columns is None or columns.numeric is None or columns.has_text or columns.has_bool:
         return None  # strings and booleans sort in their own class: not in the numeric pairs
-    values, docs = columns.numeric.sorted_pairs()
-    if len(candidates) ** 2 < PRESORTED_MIN_RATIO * wanted * docs.size:
+    runs = columns.numeric.value_runs()
+    if len(candidates) ** 2 < PRESORTED_MIN_RATIO * wanted * runs.count:
         # Few candidates: the walk would test about ``wanted * pairs / candidates`` docs one by one,
         # more than keying every candidate at once costs.
         return None
-    if keys[0].descending:
-        values, docs = values[::-1], docs[::-1]
     contains = candidates.__contains__
     chosen: dict[int, None] = {}
     cut_value = None
     # Steps grow from a few times the page: a selective filter reads further, a loose one (most
     # browse pages) stops after a few hundred membership tests instead of a whole step's.
-    start, step = 0, min(max(4 * wanted, 64), PRESORTED_CHUNK)
-    while start < docs.size:
-        chunk_docs = docs[start:start + step]
-        chunk_values = values[start:start + step]
-        start, step = start + step, min(2 * step, PRESORTED_CHUNK)
+    for chunk_values, chunk_docs in _value_order_chunks(runs.runs(), keys[0].descending,
+                                                        min(max(4 * wanted, 64), PRESORTED_CHUNK)):
         keep = np.fromiter(map(contains, chunk_docs.tolist()), dtype=bool, count=chunk_docs.size)
         for doc, value in zip(chunk_docs[keep].tolist(), chunk_values[keep].tolist()):
             if cut_value is not None and value != cut_value:

@@ -2,8 +2,9 @@
 
 - a field's union of many terms (typo expansions, prefixes) covers the chunks added since it was
   made, through inline and background merges and a reload, and equals a brute-force union;
-- a numeric column's value order and value-sorted pairs, merged with each write's pairs, equal a
-  stable sort of all the pairs;
+- a numeric column's value order and its value-sorted runs (a big one and a small one of the
+  latest pairs), extended with each write's pairs, equal a stable sort of all the pairs, and the
+  ranges and sorted walks read from them equal brute force;
 - a value column's value view, per-value bitmaps, equality and range bitmaps equal fresh ones;
 - the index cache extends only what was made from the same source, and rebuilds for a new one.
 """
@@ -22,12 +23,14 @@ from roarsearch import Engine
 from roarsearch.index import chunks as chunks_module
 from roarsearch.index import postings as postings_module
 from roarsearch.index.cache import IndexCache
-from roarsearch.index.columns import NumericColumn, ValueColumn
+from roarsearch.index import columns as columns_module
+from roarsearch.index.columns import NumericColumn, ValueColumn, values_in_range
 from roarsearch.index.geo import GeoColumn
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
 from roarsearch.index.state import index_from_state, index_to_state
+from roarsearch.ranking import sort as sort_module
 from roarsearch.query import plan
 
 BATCHES = st.lists(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40)), min_size=1, max_size=30),
@@ -110,12 +113,23 @@ def test_a_reloaded_field_extends_its_unions() -> None:
     assert set(postings.bitmap(ids)) == set(after)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(batches=st.lists(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.5, 1.0, 2.0, 3.0, -1.0, 7.0])),
-                                 min_size=1, max_size=12), min_size=1, max_size=6),
-       look_every=st.integers(1, 3))
-def test_numeric_order_merged_with_each_write_equals_a_stable_sort(batches: list[list[tuple[int, float]]],
-                                                                   look_every: int) -> None:
+                                 min_size=1, max_size=12), min_size=1, max_size=8),
+       look_every=st.integers(1, 3), share=st.sampled_from([0.0, 1 / 32, 0.5, 4.0]),
+       bounds=st.tuples(st.sampled_from([None, -1.0, 0.5, 2.0, 2.5]), st.booleans(),
+                        st.sampled_from([None, 0.5, 2.0, 3.0, 7.0]), st.booleans()))
+def test_numeric_value_runs_extended_with_each_write_equal_a_stable_sort(
+        batches: list[list[tuple[int, float]]], look_every: int, share: float,
+        bounds: tuple[float | None, bool, float | None, bool]) -> None:
+    # ``share`` 0 merges every write into the big run, 4.0 keeps every write in the small one.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(columns_module, "RECENT_RUN_SHARE", share)
+        _check_numeric_value_runs(batches, look_every, bounds)
+
+
+def _check_numeric_value_runs(batches: list[list[tuple[int, float]]], look_every: int,
+                              bounds: tuple[float | None, bool, float | None, bool]) -> None:
     column = NumericColumn()
     next_doc = 0
     for number, pairs in enumerate(batches):
@@ -123,16 +137,30 @@ def test_numeric_order_merged_with_each_write_equals_a_stable_sort(batches: list
         column.add(np.array([next_doc + offset for offset, _ in pairs], dtype=np.uint32),
                    np.array([value for _, value in pairs]))
         next_doc += 4
-        if number % look_every == 0:  # views made at some writes, extended at later ones
+        if number % look_every == 0:  # runs made at some writes, extended at later ones
             if number % 2:
                 column.sort_order()
             else:
-                column.sorted_pairs()
+                column.value_runs()
     docs, values = column.pairs()
     order = np.argsort(values, kind="stable")
     assert np.array_equal(column.sort_order(), order)
-    sorted_values, sorted_docs = column.sorted_pairs()
-    assert np.array_equal(sorted_values, values[order]) and np.array_equal(sorted_docs, docs[order])
+    runs = column.value_runs()
+    assert runs.count == values.size
+    pairs_in_runs = []
+    for run_values, run_docs in runs.runs():
+        assert bool((run_values[1:] >= run_values[:-1]).all())
+        pairs_in_runs += zip(run_values.tolist(), run_docs.tolist())
+    assert sorted(pairs_in_runs) == sorted(zip(values.tolist(), docs.tolist()))
+    for descending in (False, True):  # the sorted walk reads both runs as one value order
+        walked = [(value, doc) for chunk_values, chunk_docs in sort_module._value_order_chunks(runs.runs(), descending, 2)
+                  for value, doc in zip(chunk_values.tolist(), chunk_docs.tolist())]
+        walked_values = [value for value, _doc in walked]
+        assert walked_values == sorted(walked_values, reverse=descending)
+        assert sorted(walked) == sorted(pairs_in_runs)
+    low, low_inclusive, high, high_inclusive = bounds
+    inside = values_in_range(values, low, low_inclusive, high, high_inclusive)
+    assert set(column.range(low, low_inclusive, high, high_inclusive)) == set(docs[inside].tolist())
 
 
 @settings(max_examples=80, deadline=None)

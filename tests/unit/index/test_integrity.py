@@ -17,6 +17,7 @@ import pytest
 from pyroaring import BitMap, FrozenBitMap
 
 from roarsearch import Engine
+from roarsearch.index import lexicon as lexicon_module
 from roarsearch.index.index import Index
 
 
@@ -116,15 +117,17 @@ def _swap_numeric_order(index: Index) -> None:
 def _swap_sorted_view(index: Index) -> None:
     lexicon = index.lexicon
     sorted_ids, _tails = lexicon.sorted_order()
-    lexicon._sorted_ids = sorted_ids.copy()
-    lexicon._sorted_ids[[0, 1]] = lexicon._sorted_ids[[1, 0]]
+    swapped = sorted_ids.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    lexicon._by_term = (lexicon_module._TermRun(lexicon._by_term[0].terms, swapped), lexicon._by_term[1])
 
 
 def _swap_tail_view(index: Index) -> None:
     lexicon = index.lexicon
     _sorted, tail_ids = lexicon.sorted_order()
-    lexicon._tail_ids = tail_ids.copy()
-    lexicon._tail_ids[[0, -1]] = lexicon._tail_ids[[-1, 0]]
+    swapped = tail_ids.copy()
+    swapped[[0, -1]] = swapped[[-1, 0]]
+    lexicon._by_tail = (lexicon_module._TermRun(lexicon._by_tail[0].terms, swapped), lexicon._by_tail[1])
 
 
 DAMAGE: list[tuple[str, Callable[[Index], None], str]] = [

@@ -1,8 +1,9 @@
-"""This module tests the following properties of the lexicon's typo indexes, kept as a big sorted
-run and a small sorted run of the latest keys:
+"""This module tests the following properties of the lexicon's typo indexes and sorted term views
+(for prefixes), each kept as a big sorted run and a small sorted run of the latest entries:
 
 - terms added a few at a time go into the small run (the big one is not sorted again), and every
-  one- and two-typo lookup then equals a lexicon built from all the terms at once;
+  one- and two-typo lookup, prefix lookup and one-typo prefix lookup then equals a lexicon built
+  from all the terms at once;
 - the small run is merged into the big one once it outgrows its share, with the same answers;
 - a saved state holds one merged run and loads to the same answers.
 """
@@ -63,3 +64,48 @@ def test_a_saved_state_holds_one_run() -> None:
     loaded = Lexicon.from_state(lexicon.to_state())
     assert loaded._deletions._runs[2].size == 0 and loaded._trigrams._runs[2].size == 0
     assert _answers(loaded, probes) == before == _answers(lexicon, probes)
+
+
+def _prefix_answers(lexicon: Lexicon, prefixes: list[str]) -> list[object]:
+    return [(lexicon.prefix_ids(prefix).tolist(), lexicon.prefix_candidates(prefix, 1)) for prefix in prefixes]
+
+
+def test_sorted_term_views_keep_new_terms_in_a_small_run_with_the_same_answers() -> None:
+    generator = random.Random(7)
+    lexicon = Lexicon.from_terms(list(dict.fromkeys(_words(generator, 3_000))))
+    lexicon.prefix_ids("ab")
+    big_terms, big_tails = lexicon._by_term[0], lexicon._by_tail[0]
+    prefixes = ["".join(generator.choices("abcdefgh", k=generator.randint(1, 4))) for _ in range(40)]
+    for _ in range(5):
+        lexicon.intern_many(_words(generator, 10) + ["zz" + word for word in _words(generator, 3)])
+        assert _prefix_answers(lexicon, prefixes + ["zz", "zza", "z"]) == \
+            _prefix_answers(Lexicon.from_terms(lexicon.terms()), prefixes + ["zz", "zza", "z"])
+    assert lexicon._by_term[0] is big_terms and lexicon._by_tail[0] is big_tails  # not sorted again
+    assert len(lexicon._by_term[1].ids) > 0 and len(lexicon._by_tail[1].ids) > 0
+
+
+def test_sorted_term_views_merge_once_the_small_run_outgrows_its_share() -> None:
+    generator = random.Random(8)
+    lexicon = Lexicon.from_terms(list(dict.fromkeys(_words(generator, 400))))
+    prefixes = ["".join(generator.choices("abcdefgh", k=generator.randint(1, 3))) for _ in range(30)]
+    merged = 0
+    for _ in range(30):
+        big_before = len(lexicon._by_term[0].ids)
+        lexicon.intern_many(_words(generator, 15))
+        assert _prefix_answers(lexicon, prefixes) == _prefix_answers(Lexicon.from_terms(lexicon.terms()), prefixes)
+        merged += len(lexicon._by_term[0].ids) > big_before
+        assert len(lexicon._by_term[1].ids) <= len(lexicon._by_term[0].ids) * lexicon_module.RECENT_RUN_SHARE
+    assert merged >= 2
+
+
+def test_a_saved_state_holds_whole_sorted_views() -> None:
+    generator = random.Random(9)
+    lexicon = Lexicon.from_terms(list(dict.fromkeys(_words(generator, 2_000))))
+    lexicon.prefix_ids("a")
+    lexicon.intern_many(_words(generator, 10))
+    prefixes = ["".join(generator.choices("abcdefgh", k=generator.randint(1, 3))) for _ in range(30)]
+    before = _prefix_answers(lexicon, prefixes)
+    assert len(lexicon._by_term[1].ids) > 0
+    loaded = Lexicon.from_state(lexicon.to_state())
+    assert len(loaded._by_term[1].ids) == 0 and len(loaded._by_term[0].ids) == len(lexicon)
+    assert _prefix_answers(loaded, prefixes) == before == _prefix_answers(lexicon, prefixes)

@@ -40,7 +40,7 @@ def test_lexicon_views_survive_a_state_round_trip() -> None:
     expected = {prefix: lexicon.prefix_ids(prefix).tolist() for prefix in ("par", "ber", "z", "q", "")}
     typos = lexicon.prefix_candidates("brl", 1)
     loaded = Lexicon.from_state(lexicon.to_state())
-    assert isinstance(loaded._sorted_terms, _PermutedTerms) and loaded._ids is None
+    assert isinstance(loaded._by_term[0].terms, _PermutedTerms) and loaded._ids is None
     assert {prefix: loaded.prefix_ids(prefix).tolist() for prefix in expected} == expected
     assert loaded.prefix_candidates("brl", 1) == typos
     assert [loaded.id_of(term) for term in ("paris", "bern", "nope", "")] == [0, 3, None, None]
