@@ -60,8 +60,11 @@ class FieldPostings:
     def __init__(self) -> None:
         # Readers build term bitmaps and merge token chunks lazily, several at once.
         self._lock = threading.RLock()
-        #: Term bitmaps built so far (a cache over the token chunks, kept current by ``add``).
-        self.terms: dict[int, AbstractBitMap] = {}
+        #: Term bitmaps read so far, each with the ``end_doc`` it covers: extended by the chunks
+        #: added since when next read (as the unions below), not by every add. (At 10M records, a
+        #: search box's common words cached this way made each 1,000-record add copy their
+        #: multi-megabyte bitmaps, 50 ms per field, while searches waited for the commit.)
+        self.terms: dict[int, tuple[int, AbstractBitMap]] = {}
         self.docs = BitMap()  # docs having at least one token in this field
         self._chunks: list[Chunk] = []
         #: Terms looked up and found in no chunk (a query word absent from this field): not looked
@@ -123,8 +126,6 @@ class FieldPostings:
                 # A reader or the background merge changed the chunks meanwhile: merge again.
                 chunks = with_chunk(self._chunks, chunk, self._busy)
             self._absent = self._still_absent(chunk)
-            if self.terms:
-                self._update_cached(chunk)
             self.docs |= bitmap_from_array(docs)
             self._set_chunks(chunks)  # replaced whole: a reader's list(...) stays consistent
             # What is still due after the inline merges is big, or waits for a running merge.
@@ -218,18 +219,6 @@ class FieldPostings:
         lo, hi = chunk.ranges(known)
         return set(known[hi == lo].tolist())
 
-    def _update_cached(self, chunk: Chunk) -> None:
-        """Add a new chunk's docs to the cached bitmaps of its terms (or forget a large cache)."""
-        if len(self.terms) > MAX_CACHED_TERMS:
-            self.terms = {}
-            return
-        cached = np.fromiter(self.terms, dtype=np.uint32, count=len(self.terms))
-        lo, hi = chunk.ranges(cached)
-        hit = hi > lo
-        for term, start, end in zip(cached[hit].tolist(), lo[hit].tolist(), hi[hit].tolist()):
-            bitmap = self.terms[term]
-            self.terms[term] = BitMap(bitmap) | bitmap_from_array(chunk.docs[start:end])
-
     def _docs_of(self, term_ids: np.ndarray, chunks: list[Chunk] | None = None, since: int = -1) -> AbstractBitMap:
         """Docs holding any of ``term_ids`` (sorted, distinct); ``since``: only docs from that one
         on (chunks wholly below it are not read). Each chunk with ready doc sets gives its terms'
@@ -312,32 +301,43 @@ class FieldPostings:
         return EMPTY if bitmap is None else bitmap
 
     def _get(self, term: int) -> AbstractBitMap | None:
-        """A term's bitmap (built on first use); None when the term never occurred in this field."""
-        bitmap = self.terms.get(term)
-        if bitmap is not None:
-            return bitmap
-        if term in self._absent:
-            return None
-        absent = self._absent
-        bitmap = self._docs_of(np.asarray([term], dtype=np.uint32))
-        if not bitmap:
-            absent.add(term)  # the set of the chunks just read (a concurrent add makes a new one)
-            return None
+        """A term's bitmap (built on first use, extended by the chunks added since on later ones);
+        None when the term never occurred in this field."""
+        chunks = self._chunks  # replaced whole by writers and merges: one consistent list
+        end = chunks[-1].end_doc if chunks else 0
+        found = self.terms.get(term)
+        if found is not None and found[0] == end:
+            return found[1]
+        one = np.asarray([term], dtype=np.uint32)
+        if found is not None and 0 <= found[0] < end:
+            added = self._docs_of(one, chunks, found[0])
+            bitmap = found[1] | added if added else found[1]
+        else:
+            if term in self._absent:
+                return None
+            absent = self._absent
+            bitmap = self._docs_of(one, chunks)
+            if not bitmap:
+                absent.add(term)  # the set of the chunks just read (a concurrent add makes a new one)
+                return None
         with self._lock:
             if len(self.terms) >= MAX_CACHED_TERMS:
                 self.terms = {}
-            self.terms[term] = bitmap
+            self.terms[term] = (end, bitmap)
         return bitmap
 
     def all_terms(self) -> dict[int, AbstractBitMap]:
-        """Every term's bitmap (checks); kept as the cache, so what a check sees is what queries read."""
+        """Every term's bitmap (checks): the cached ones themselves, so what a check sees (or
+        changes) is what queries read."""
         with self._lock:
             chunk = self._merged()
+            end = self._chunks[-1].end_doc if self._chunks else 0
             cache = self.terms
-            for term, start, end in zip(chunk.terms.tolist(), chunk.starts[:-1].tolist(), chunk.starts[1:].tolist()):
-                if term not in cache:
-                    cache[term] = bitmap_from_array(chunk.docs[start:end])
-            return self.terms
+            for term, start, stop in zip(chunk.terms.tolist(), chunk.starts[:-1].tolist(), chunk.starts[1:].tolist()):
+                found = cache.get(term)
+                if found is None or found[0] != end:
+                    cache[term] = (end, bitmap_from_array(chunk.docs[start:stop]))
+            return {term: bitmap for term, (_end, bitmap) in cache.items()}
 
     def occurrences(self, term_ids: np.ndarray, doc_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """See :func:`roarsearch.index.positions.occurrences`."""

@@ -1,7 +1,8 @@
 """Structures kept across writes are extended by what each write adds, never rebuilt nor stale.
 
-- a field's union of many terms (typo expansions, prefixes) covers the chunks added since it was
-  made, through inline and background merges and a reload, and equals a brute-force union;
+- a field's union of many terms (typo expansions, prefixes), and a term's cached bitmap, cover the
+  chunks added since they were made (extended when next read, not by the add), through inline and
+  background merges and a reload, and equal brute force;
 - a numeric column's value order and its value-sorted runs (a big one and a small one of the
   latest pairs), extended with each write's pairs, equal a stable sort of all the pairs, and the
   ranges and sorted walks read from them equal brute force;
@@ -63,6 +64,37 @@ def test_a_union_of_many_terms_stays_exact_across_adds_and_merges(batches: list[
         for query in queries:  # asked after every add: made once, then extended
             expected = set().union(*(model.get(term, set()) for term in query))
             assert set(postings.bitmap(sorted(query))) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=BATCHES, terms=st.lists(st.integers(0, 45), min_size=1, max_size=8),
+       merge_every=st.sampled_from([0, 2, 3]))
+def test_a_cached_term_bitmap_stays_exact_across_adds_and_merges(batches: list[list[tuple[int, int]]],
+                                                                 terms: list[int], merge_every: int) -> None:
+    postings = FieldPostings()
+    model: dict[int, set[int]] = {}
+    next_doc = 0
+    for number, tokens in enumerate(batches):
+        next_doc = _add(postings, model, next_doc, tokens)
+        if merge_every and number % merge_every == 0:
+            postings.settle()
+            postings.wait_for_merges()
+        for term in terms:  # read after every add: cached once, then extended
+            assert set(postings.bitmap([term])) == model.get(term, set())
+    assert {term: set(bitmap) for term, bitmap in postings.all_terms().items()} == \
+        {term: docs for term, docs in model.items() if docs}
+
+
+def test_an_add_leaves_cached_term_bitmaps_to_their_next_read() -> None:
+    postings = FieldPostings()
+    model: dict[int, set[int]] = {}
+    next_doc = _add(postings, model, 0, [(offset, term) for offset in range(4) for term in range(5)])
+    cached = postings.bitmap([2])
+    next_doc = _add(postings, model, next_doc, [(0, 2), (1, 7)])
+    assert postings.terms[2][1] is cached  # the add copied nothing
+    extended = postings.bitmap([2])
+    assert set(extended) == model[2] and set(cached) == {0, 1, 2, 3}  # the shared one unchanged
+    assert postings.bitmap([2]) is extended  # nothing added since: the kept bitmap itself
 
 
 def test_a_union_gathers_only_the_chunks_added_since() -> None:
