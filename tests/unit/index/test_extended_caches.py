@@ -22,17 +22,17 @@ from hypothesis import strategies as st
 
 from roarsearch import Engine
 from roarsearch.index import chunks as chunks_module
+from roarsearch.index import columns as columns_module
 from roarsearch.index import postings as postings_module
 from roarsearch.index.cache import IndexCache
-from roarsearch.index import columns as columns_module
 from roarsearch.index.columns import NumericColumn, ValueColumn, values_in_range
 from roarsearch.index.geo import GeoColumn
 from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
 from roarsearch.index.state import index_from_state, index_to_state
-from roarsearch.ranking import sort as sort_module
 from roarsearch.query import plan
+from roarsearch.ranking import sort as sort_module
 
 BATCHES = st.lists(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40)), min_size=1, max_size=30),
                    min_size=1, max_size=8)
