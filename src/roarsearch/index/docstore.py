@@ -513,15 +513,13 @@ class DocStore:
         return id_sort_key(record_id)
 
     def _rank_all(self) -> None:
-        upto = self.next_doc
-        live = [doc for doc in self.alive if doc < upto]
-        self._set_order(np.asarray(sorted(live, key=self._id_key), dtype=np.int64), upto)
+        self._set_order(np.asarray(sorted(self.alive, key=self._id_key), dtype=np.int64), self.next_doc)
 
     def _rank_added(self) -> None:
         order = self._id_order
         assert order is not None
         upto, alive = self.next_doc, self.alive
-        new_docs = [doc for doc in alive.iter_equal_or_larger(self._ranked_upto) if doc < upto]
+        new_docs = list(alive.iter_equal_or_larger(self._ranked_upto))
         if len(alive) - len(new_docs) != order.size:  # docs retired since: out of the order first
             live = np.zeros(upto, dtype=bool)
             live[array_from_bitmap(alive)] = True

@@ -92,6 +92,7 @@ def _value_order_chunks(runs: list[tuple[np.ndarray, np.ndarray]], descending: b
     order: the walk takes every tie)."""
     values, docs = runs[0]
     recent_values, recent_docs = runs[1] if len(runs) > 1 else (values[:0], docs[:0])
+    ascending_recent = recent_values
     if descending:
         values, docs = values[::-1], docs[::-1]
         recent_values, recent_docs = recent_values[::-1], recent_docs[::-1]
@@ -102,8 +103,8 @@ def _value_order_chunks(runs: list[tuple[np.ndarray, np.ndarray]], descending: b
         if taken < recent_docs.size:
             if start >= docs.size:
                 end = recent_docs.size
-            elif descending:  # the small run, reversed, holds recent_docs.size - k values >= bound
-                end = recent_docs.size - int(np.searchsorted(recent_values[::-1], chunk_values[-1], side="left"))
+            elif descending:  # the small run's values >= the chunk's last come first once reversed
+                end = recent_docs.size - int(np.searchsorted(ascending_recent, chunk_values[-1], side="left"))
             else:
                 end = int(np.searchsorted(recent_values, chunk_values[-1], side="right"))
             if end > taken:
