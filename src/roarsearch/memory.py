@@ -21,7 +21,7 @@ import ctypes
 import mmap
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
@@ -60,6 +60,8 @@ class KeptMappings:
 
     def __init__(self) -> None:
         self._mappings: list[mmap.mmap] = []
+        #: ``id`` of each kept mapping of a file (read-only): its pages can be dropped and read again.
+        self._of_files: set[int] = set()
         self._lock = threading.Lock()
         #: The delayed sweep while one is scheduled (one at a time, see :meth:`unmap_unused_soon`).
         self.timer: threading.Timer | None = None
@@ -68,10 +70,17 @@ class KeptMappings:
         with self._lock:
             return len(self._mappings)
 
-    def keep(self, mapping: mmap.mmap) -> mmap.mmap:
+    def keep(self, mapping: mmap.mmap, of_file: bool = False) -> mmap.mmap:
         with self._lock:
             self._mappings.append(mapping)
+            if of_file:
+                self._of_files.add(id(mapping))
         return mapping
+
+    def of_file(self, mapping: mmap.mmap) -> bool:
+        """Whether ``mapping`` is a kept read-only mapping of a file."""
+        with self._lock:
+            return id(mapping) in self._of_files
 
     def unmap_unused(self) -> int:
         with self._lock:
@@ -82,6 +91,7 @@ class KeptMappings:
                 return 0
             unused = [kept[index] for index in unused_at]
             self._mappings = [kept[index] for index in range(len(kept)) if index not in unused_at]
+            self._of_files.difference_update(map(id, unused))
         for mapping in unused:
             try:
                 mapping.close()
@@ -107,10 +117,26 @@ class KeptMappings:
 MAPPINGS = KeptMappings()
 
 
-def kept_mapping(mapping: mmap.mmap) -> mmap.mmap:
+def kept_mapping(mapping: mmap.mmap, of_file: bool = False) -> mmap.mmap:
     """``mapping``, kept referenced until :func:`unmap_unused` finds it unused: dropping its last
-    view then never unmaps it (nor releases the GIL) in the middle of someone else's code."""
-    return MAPPINGS.keep(mapping)
+    view then never unmaps it (nor releases the GIL) in the middle of someone else's code.
+    ``of_file``: a read-only mapping of a file, whose pages :func:`drop_file_pages` may drop."""
+    return MAPPINGS.keep(mapping, of_file)
+
+
+def drop_file_pages(buffers: Iterable[object]) -> None:
+    """Let go of this process's resident pages of the file mappings that ``buffers`` (memoryviews)
+    are views of: a read faults them back in from the page cache, unchanged. For a pass that reads
+    a big mapped file once (a merge of chunks saved in a snapshot): otherwise all it read stays
+    resident, as if held in memory. Anonymous mappings are left alone (dropping their pages
+    would zero them)."""
+    seen: set[int] = set()
+    for buffer in buffers:
+        source = getattr(buffer, "obj", None)  # a memoryview's exporter
+        if isinstance(source, mmap.mmap) and id(source) not in seen and MAPPINGS.of_file(source):
+            seen.add(id(source))
+            if hasattr(mmap, "MADV_DONTNEED") and not source.closed:
+                source.madvise(mmap.MADV_DONTNEED)
 
 
 def unmap_unused() -> int:

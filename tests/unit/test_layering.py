@@ -21,7 +21,7 @@ SOURCE = Path(__file__).resolve().parents[2] / "src" / "roarsearch"
 
 #: Layer of each top-level part of the package (a module's part is its first path component).
 LAYERS: dict[str, float] = {
-    "errors": 0, "schema": 1, "datasets": 1, "buffers": 1, "memory": 1, "analysis": 2,
+    "errors": 0, "schema": 1, "datasets": 1, "buffers": 1, "memory": 1, "scratch": 1.5, "analysis": 2,
     "index": 3, "storage": 3,
     "query": 4,
     "ranking": 5, "facets": 5,

@@ -211,6 +211,7 @@ class Collection:
     def store(self, store: CollectionStore | None) -> None:
         self._store = store
         self.index.docs.spill = store.spill if store is not None else None
+        self.index.scratch.directory = store.directory if store is not None else None
 
     # ------------------------------------------------------------------ writes
 

@@ -183,6 +183,10 @@ class Chunk:
         positions = self._positions
         return positions.read(lo, hi) if isinstance(positions, LazyColumn) else positions[lo:hi]
 
+    def packed_buffers(self) -> list[Buffer]:
+        """The compressed bytes its lazy columns inflate from (views of a mapped file, once saved)."""
+        return [column.data for column in (self._docs, self._positions) if isinstance(column, LazyColumn)]
+
     @property
     def position_type(self) -> type:
         positions = self._positions

@@ -24,7 +24,7 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.buffers import Buffer
-from roarsearch.index.blocks import untouched_array
+from roarsearch.scratch import ScratchBuffer
 
 #: CRoaring's cookie of a portable bitmap without run containers (offsets always present).
 _NO_RUN_COOKIE = 12346
@@ -88,39 +88,29 @@ def term_slabs(starts: np.ndarray, tokens: int) -> list[tuple[int, int]]:
 
 
 class DocSetsBuilder:
-    """Doc sets written slab by slab of whole terms, in term order, then joined."""
+    """Doc sets written slab by slab of whole terms, in term order, into one buffer (``out``: a
+    scratch file in a durable collection's background merge, else memory), each slab's bytes let
+    go once appended."""
 
-    __slots__ = ("parts", "sizes")
+    __slots__ = ("out", "sizes")
 
-    def __init__(self) -> None:
-        self.parts: list[np.ndarray] = []
+    def __init__(self, out: ScratchBuffer | None = None) -> None:
+        self.out = out if out is not None else ScratchBuffer(None)
         self.sizes: list[np.ndarray] = []
 
     def append(self, starts: np.ndarray, docs: np.ndarray) -> None:
         """The next terms: term ``i`` owns ``docs[starts[i]:starts[i + 1]]`` (``starts`` from 0)."""
         data, term_bytes = _build_slab(starts.astype(np.int64, copy=False), np.asarray(docs, dtype=np.uint32))
-        self.parts.append(data)
+        self.out.append(data.data)
         self.sizes.append(term_bytes)
 
     def finish(self) -> DocSets:
-        """The doc sets written so far, in one buffer: the slabs' parts are copied into an
-        untouched mapping and each let go once copied (joining them held every part and the whole
-        buffer at once: twice the doc sets at the end of a big merge)."""
+        """The doc sets written so far, in one buffer."""
         sizes = np.concatenate(self.sizes) if self.sizes else np.zeros(0, dtype=np.int64)
+        self.sizes = []
         offsets = np.zeros(sizes.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
-        parts, self.parts, self.sizes = self.parts, [], []
-        if len(parts) == 1:
-            return DocSets(parts[0].data.cast("B"), offsets)
-        data = untouched_array(int(offsets[-1]), np.uint8)
-        parts.reverse()  # popped oldest first
-        at = 0
-        while parts:
-            part = parts.pop()
-            data[at:at + part.size] = part
-            at += part.size
-            del part
-        return DocSets(data.data.cast("B"), offsets)
+        return DocSets(self.out.finish(), offsets)
 
 
 def build_doc_sets(starts: np.ndarray, docs: np.ndarray) -> DocSets:

@@ -40,6 +40,7 @@ from roarsearch.index.merges import BULK_LOAD_MERGE_TOKENS
 from roarsearch.index.postings import FieldPostings
 from roarsearch.index.vectors import VectorIndex
 from roarsearch.schema import RecordColumns
+from roarsearch.scratch import ScratchSpace
 
 #: Unions of many postings (prefixes, wide typo expansions) kept between writes.
 WORD_UNION_CACHE_SIZE = 4096
@@ -61,6 +62,9 @@ class Index:
         self.docs = DocStore()
         self.lexicon = Lexicon()
         self.postings: dict[str, FieldPostings] = {}
+        #: Where every field's background merges write their output: the collection's folder once
+        #: it is durable (one object, shared with each field's postings), else memory.
+        self.scratch = ScratchSpace()
         #: While a bulk load runs: merges of more tokens than this wait for its end (every field's,
         #: those it creates included).
         self.bulk_merge_limit: int | None = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -24,10 +25,11 @@ import numpy as np
 
 from roarsearch.buffers import Buffer
 from roarsearch.index.bitmaps import sorted_unique
-from roarsearch.index.blocks import LazyColumn, block_starts, pack_column, untouched_array
+from roarsearch.index.blocks import LazyColumn, block_starts, pack_column
 from roarsearch.index.chunks import Chunk, PackedTokens
 from roarsearch.index.docsets import DocSetsBuilder
-from roarsearch.memory import release_free_memory
+from roarsearch.memory import drop_file_pages
+from roarsearch.scratch import ScratchBuffer, ScratchSpace
 
 #: The newest :data:`MERGE_FACTOR` chunks are merged into one while the oldest of them holds at
 #: most :data:`MERGE_RATIO` times the newest's tokens: chunk sizes then grow geometrically, by about
@@ -76,13 +78,18 @@ PACK_POSITIONS_TOKENS = 1 << 20
 PACKS_IN_FLIGHT = 2
 
 
-#: Joining a packed column's parts hands their freed pages back after each this many bytes.
-TRIM_COPIED_BYTES = 8 << 20
+#: A merge drops its mapped inputs' pages from the process after reading each this many tokens.
+DROP_READ_TOKENS = 1 << 24
 
 
-def merge_chunks(chunks: list[Chunk]) -> Chunk:
+#: Where a merge's output goes when its caller names no scratch folder: memory.
+IN_MEMORY = ScratchSpace(None)
+
+
+def merge_chunks(chunks: list[Chunk], scratch: ScratchSpace = IN_MEMORY) -> Chunk:
     """One chunk holding the tokens of ``chunks`` (given in doc order): for each term, the tokens
-    of the first chunk, then those of the second, … — which keeps docs ascending within a term."""
+    of the first chunk, then those of the second, … — which keeps docs ascending within a term.
+    A result big enough to be packed is written to ``scratch`` (see :mod:`roarsearch.scratch`)."""
     # Each chunk's terms are sorted and distinct: a stable sort merges the runs (timsort, linear).
     terms = np.sort(np.concatenate([chunk.terms for chunk in chunks]), kind="stable")
     terms = terms[np.concatenate(([True], terms[1:] != terms[:-1]))] if terms.size else terms
@@ -98,7 +105,7 @@ def merge_chunks(chunks: list[Chunk]) -> Chunk:
     wide = any(chunk.position_type == np.uint32 for chunk in chunks)
     end_doc = max(chunk.end_doc for chunk in chunks)
     if total >= PACK_MERGED_TOKENS:
-        merged = _merge_packed(chunks, terms.astype(np.uint32), starts, slots, np.uint32 if wide else np.uint16)
+        merged = _merge_packed(chunks, terms.astype(np.uint32), starts, slots, np.uint32 if wide else np.uint16, scratch)
         merged.end_doc = end_doc
         return merged
     docs = np.empty(total, dtype=np.uint32)
@@ -126,20 +133,30 @@ class _BlockPacker:
     """Compresses a column slab by slab of whole terms, each in the blocks :func:`block_starts`
     gives its terms (the layout :func:`pack_column` gives the whole column, but for a cut at each
     slab's end), in ``pool``: compression releases the GIL, so the merge goes on scattering the
-    next slab on the other core meanwhile."""
+    next slab on the other core meanwhile. Each packed slab is appended to ``out`` (a scratch
+    file in a durable collection) as soon as it is ready, oldest first, and let go."""
 
-    def __init__(self, delta: bool, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, delta: bool, pool: ThreadPoolExecutor, out: ScratchBuffer) -> None:
         self.delta = delta
         self.pool = pool
-        self.parts: list[Future[tuple[bytes, np.ndarray]]] = []
+        self.out = out
+        self.parts: deque[Future[tuple[bytes, np.ndarray]]] = deque()
+        self.ends: list[np.ndarray] = []
+        self.size = 0
 
     def append(self, values: np.ndarray, starts: np.ndarray) -> None:
         """Pack ``values``, one slab, in blocks starting at ``starts`` (offsets in the slab)."""
         if not values.size:
             return
         self.parts.append(self._pack(values, starts))
-        if len(self.parts) > PACKS_IN_FLIGHT:  # the slabs queued for it wait raw: keep them few
-            self.parts[-PACKS_IN_FLIGHT - 1].result()
+        while len(self.parts) > PACKS_IN_FLIGHT:  # the slabs queued for it wait raw: keep them few
+            self._write_oldest()
+
+    def _write_oldest(self) -> None:
+        block_data, block_ends = self.parts.popleft().result()
+        self.out.append(block_data)
+        self.ends.append(block_ends + np.uint64(self.size))
+        self.size += len(block_data)
 
     def _pack(self, values: np.ndarray, starts: np.ndarray) -> Future[tuple[bytes, np.ndarray]]:
         try:
@@ -152,52 +169,43 @@ class _BlockPacker:
             return packed
 
     def finish(self) -> tuple[Buffer, np.ndarray]:
-        """The packed column: its blocks back to back and where each ends. The slabs' parts are
-        copied into one untouched mapping and each let go as soon as it is copied — joining them
-        held every part and the whole column at once (67 MB more at the end of a 45M-token merge)."""
-        results = [part.result() for part in self.parts]
-        self.parts = []
-        data = untouched_array(sum(len(block_data) for block_data, _ends in results), np.uint8)
-        results.reverse()  # popped oldest first: each part's bytes go once copied
-        ends: list[np.ndarray] = []
-        offset = released = 0
-        while results:
-            block_data, block_ends = results.pop()
-            data[offset:offset + len(block_data)] = np.frombuffer(block_data, dtype=np.uint8)
-            ends.append(block_ends + np.uint64(offset))
-            offset += len(block_data)
-            del block_data, block_ends
-            if offset - released >= TRIM_COPIED_BYTES:
-                # The parts copied are freed into the heap, which keeps their pages: handed back
-                # as the copy goes, or the column is resident twice at its end (61 MB of the peak
-                # when a 1M build merges its descriptions into one chunk).
-                release_free_memory()
-                released = offset
-        return data.data, np.concatenate(ends) if ends else np.empty(0, dtype=np.uint64)
+        """The packed column: its blocks back to back and where each ends."""
+        while self.parts:
+            self._write_oldest()
+        ends = np.concatenate(self.ends) if self.ends else np.empty(0, dtype=np.uint64)
+        return self.out.finish(), ends
 
 
 def _merge_packed(chunks: list[Chunk], terms: np.ndarray, starts: np.ndarray, slots: list[np.ndarray],
-                  position_type: type) -> Chunk:
+                  position_type: type, scratch: ScratchSpace) -> Chunk:
     """:func:`merge_chunks` writing the result's docs compressed: slab by slab of whole output
     terms, each input's tokens of those terms (one contiguous range per input, as its terms are
     sorted) are read, scattered into place and the docs packed."""
     with ThreadPoolExecutor(1, thread_name_prefix="roarsearch-pack", initializer=_behind_searches) as pool:
-        return _merge_packed_in(pool, chunks, terms, starts, slots, position_type)
+        return _merge_packed_in(pool, chunks, terms, starts, slots, position_type, scratch)
 
 
 def _merge_packed_in(pool: ThreadPoolExecutor, chunks: list[Chunk], terms: np.ndarray, starts: np.ndarray,
-                     slots: list[np.ndarray], position_type: type) -> Chunk:
-    docs_out = _BlockPacker(True, pool)
-    doc_sets = DocSetsBuilder()
+                     slots: list[np.ndarray], position_type: type, scratch: ScratchSpace) -> Chunk:
+    docs_out = _BlockPacker(True, pool, scratch.buffer())
+    doc_sets = DocSetsBuilder(scratch.buffer())
     total = int(starts[-1])
     # Positions compress to 0.4 of their bytes (docs shrink 30-fold); below PACK_POSITIONS_TOKENS
     # they stay raw.
-    positions_out = _BlockPacker(False, pool) if total >= PACK_POSITIONS_TOKENS else None
+    positions_out = _BlockPacker(False, pool, scratch.buffer()) if total >= PACK_POSITIONS_TOKENS else None
     blocks: list[np.ndarray] = []  # where each slab's blocks start, in the chunk
     positions: np.ndarray = np.empty(0 if positions_out else total, dtype=position_type)
     bounds = np.searchsorted(starts, np.arange(0, total, PACKED_SLAB_TOKENS), side="right") - 1
     bounds = sorted_unique(np.append(bounds, terms.size))
+    inputs = [buffer for chunk in chunks for buffer in chunk.packed_buffers()]
+    read_since_drop = 0
     for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if read_since_drop >= DROP_READ_TOKENS:
+            # What was read of inputs saved in a snapshot (or a scratch file) stays resident as
+            # file pages, counted in the process's memory: at 10M records, every field's saved
+            # chunks by the end of the load's final merge. Dropped as the merge goes.
+            drop_file_pages(inputs)
+            read_since_drop = 0
         slab_lo = int(starts[first])
         size = int(starts[last]) - slab_lo
         docs = np.empty(size, dtype=np.uint32)
@@ -215,12 +223,14 @@ def _merge_packed_in(pool: ThreadPoolExecutor, chunks: list[Chunk], terms: np.nd
             index = np.arange(token_hi - token_lo, dtype=np.int64) + np.repeat(shift, lengths)
             docs[index] = chunk.read_docs(token_lo, token_hi)
             slab_positions[index] = chunk.read_positions(token_lo, token_hi)
+        read_since_drop += size
         slab_blocks = block_starts(starts[first:last + 1] - slab_lo)
         blocks.append(slab_blocks + slab_lo)
         docs_out.append(docs, slab_blocks)
         doc_sets.append(starts[first:last + 1] - slab_lo, docs)
         if positions_out:
             positions_out.append(slab_positions, slab_blocks)
+    drop_file_pages(inputs)
     doc_data, doc_ends = docs_out.finish()
     chunk_blocks = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
     ready = doc_sets.finish()
@@ -237,7 +247,8 @@ def _merge_packed_in(pool: ThreadPoolExecutor, chunks: list[Chunk], terms: np.nd
 PostingsPlan = tuple[list[Chunk], frozenset[int], Chunk, list[Chunk]]
 
 
-def with_chunk(chunks: list[Chunk], chunk: Chunk, busy: frozenset[int] = frozenset()) -> list[Chunk]:
+def with_chunk(chunks: list[Chunk], chunk: Chunk, busy: frozenset[int] = frozenset(),
+               scratch: ScratchSpace = IN_MEMORY) -> list[Chunk]:
     """``chunks`` and then ``chunk``, the small tier merges done (see the module docstring);
     ``chunks`` is not changed. Merges reaching :data:`BACKGROUND_MERGE_TOKENS`, and merges of a
     chunk in ``busy`` (ids of chunks a background merge is reading), are left to
@@ -246,7 +257,7 @@ def with_chunk(chunks: list[Chunk], chunk: Chunk, busy: frozenset[int] = frozens
     while (len(merged) >= MERGE_FACTOR and merged[-MERGE_FACTOR].size <= MERGE_RATIO * merged[-1].size
            and sum(part.size for part in merged[-MERGE_FACTOR:]) < BACKGROUND_MERGE_TOKENS
            and not any(id(part) in busy for part in merged[-MERGE_FACTOR:])):
-        merged[-MERGE_FACTOR:] = [merge_chunks(merged[-MERGE_FACTOR:])]
+        merged[-MERGE_FACTOR:] = [merge_chunks(merged[-MERGE_FACTOR:], scratch)]
     return merged
 
 

@@ -30,9 +30,18 @@ from roarsearch.index.bitmaps import EMPTY, bitmap_from_array, sorted_unique, un
 from roarsearch.index.blocks import gather_index
 from roarsearch.index.chunks import _EMPTY_U32, Chunk, PackedTokens
 from roarsearch.index.docsets import DocSets
-from roarsearch.index.merges import PostingsPlan, due_merge, merge_chunks, merge_gate, run_in_background, with_chunk
+from roarsearch.index.merges import (
+    IN_MEMORY,
+    PostingsPlan,
+    due_merge,
+    merge_chunks,
+    merge_gate,
+    run_in_background,
+    with_chunk,
+)
 from roarsearch.index.positions import DocMask, FewDocs
 from roarsearch.memory import unmap_unused_soon
+from roarsearch.scratch import ScratchSpace
 
 log = logging.getLogger("roarsearch")
 
@@ -55,9 +64,9 @@ class FieldPostings:
     """The postings and token positions of one field."""
 
     __slots__ = ("terms", "docs", "_chunks", "_lock", "_absent", "_merging", "_busy", "merges", "_settle",
-                 "merge_limit", "_unions")
+                 "merge_limit", "_unions", "scratch")
 
-    def __init__(self) -> None:
+    def __init__(self, scratch: ScratchSpace = IN_MEMORY) -> None:
         # Readers build term bitmaps and merge token chunks lazily, several at once.
         self._lock = threading.RLock()
         #: Term bitmaps read so far, each with the ``end_doc`` it covers: extended by the chunks
@@ -84,6 +93,8 @@ class FieldPostings:
         #: While a bulk load runs, merges of more tokens than this wait for its end
         #: (:meth:`settle` merges everything once, or :meth:`resume_merges` lets them run).
         self.merge_limit: int | None = None
+        #: Where a background merge writes its output (the collection's folder, when durable).
+        self.scratch = scratch
 
     def add(self, docs: np.ndarray, terms: np.ndarray, positions: np.ndarray) -> None:
         """Add tokens given in doc order (``docs`` non-decreasing, all docs new to this field)."""
@@ -105,7 +116,7 @@ class FieldPostings:
 
     def _plan(self, chunk: Chunk) -> PostingsPlan:
         base, busy = self._chunks, self._busy
-        return base, busy, chunk, with_chunk(base, chunk, busy)
+        return base, busy, chunk, with_chunk(base, chunk, busy, self.scratch)
 
     def _set_chunks(self, chunks: list[Chunk]) -> list[Chunk]:
         """Make ``chunks`` this field's chunks; returns the list they replace, released by the
@@ -124,7 +135,7 @@ class FieldPostings:
         with self._lock:
             if self._chunks is not base or self._busy is not busy:
                 # A reader or the background merge changed the chunks meanwhile: merge again.
-                chunks = with_chunk(self._chunks, chunk, self._busy)
+                chunks = with_chunk(self._chunks, chunk, self._busy, self.scratch)
             self._absent = self._still_absent(chunk)
             self.docs |= bitmap_from_array(docs)
             self._set_chunks(chunks)  # replaced whole: a reader's list(...) stays consistent
@@ -175,7 +186,7 @@ class FieldPostings:
                 self._busy = frozenset(map(id, run))
             try:
                 with merge_gate:
-                    merged = merge_chunks(run)
+                    merged = merge_chunks(run, self.scratch)
             except Exception:  # MemoryError and the like: the chunks stay as they are, still correct
                 log.exception("background postings merge failed")
                 with self._lock:
@@ -358,7 +369,7 @@ class FieldPostings:
             if not self._chunks:
                 return Chunk.from_sorted(_EMPTY_U32, _EMPTY_U32, _EMPTY_U32)
             if len(self._chunks) > 1:
-                self._set_chunks([merge_chunks(self._chunks)])
+                self._set_chunks([merge_chunks(self._chunks, self.scratch)])
             return self._chunks[0]
 
     def csr_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

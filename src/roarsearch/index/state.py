@@ -268,7 +268,7 @@ def index_from_state(state: dict[str, Any]) -> Index:
     # did not index is indexed on first use); fields first written after the load are indexed then.
     index.auto_value_fields = set(state.get("auto_value_fields", [])) & index.value_fields
     for path, saved in state["postings"].items():
-        postings = FieldPostings()
+        postings = FieldPostings(index.scratch)
         postings.docs = BitMap.deserialize(saved["field_docs"])
         # Views over the loaded buffers, not copies: token arrays are never written in place.
         if "chunks" in saved and saved["chunks"] and "packed_docs" in saved["chunks"][0]:

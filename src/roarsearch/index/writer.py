@@ -324,7 +324,7 @@ def _prepare_fields(index: Index, records: list[dict[str, Any]], ahead: Collecte
         positions = token_position + starts[value_index] if starts.any() else token_position
         field_postings = index.postings.get(path)
         if field_postings is None:  # a new field: installed by the commit
-            field_postings = FieldPostings()
+            field_postings = FieldPostings(index.scratch)
             field_postings.merge_limit = index.bulk_merge_limit
         plan = field_postings.plan_add(ids, counts, docs, positions)
         if plan is not None:

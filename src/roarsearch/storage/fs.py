@@ -79,7 +79,7 @@ class FileSystem:
         with open(path, "rb", buffering=0) as handle:
             if os.fstat(handle.fileno()).st_size == 0:
                 return b""
-            return kept_mapping(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+            return kept_mapping(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), of_file=True)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)

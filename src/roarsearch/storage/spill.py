@@ -60,7 +60,7 @@ class SpillFile:
                 written += _pwrite(self._fd, memoryview(data)[written:], offset + written)
             # Mappings start on page boundaries: the next batch starts on the next one.
             self._size = offset + -(-len(data) // mmap.ALLOCATIONGRANULARITY) * mmap.ALLOCATIONGRANULARITY
-            region = kept_mapping(mmap.mmap(self._fd, len(data), prot=mmap.PROT_READ, offset=offset))
+            region = kept_mapping(mmap.mmap(self._fd, len(data), prot=mmap.PROT_READ, offset=offset), of_file=True)
         except (OSError, ValueError, AttributeError) as error:  # AttributeError: no PROT_READ (Windows)
             log.warning("%s: cannot keep stored records there (%s); they stay in memory", self.path, error)
             self._failed = True

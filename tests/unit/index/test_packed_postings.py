@@ -15,11 +15,14 @@
 from __future__ import annotations
 
 import concurrent.futures
+import mmap
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from roarsearch import scratch as scratch_module
 from roarsearch.index import blocks as blocks_module
 from roarsearch.index import merges as merges_module
 from roarsearch.index.blocks import LazyColumn, pack_column, unpack_column
@@ -27,6 +30,7 @@ from roarsearch.index.index import Index
 from roarsearch.index.positions import FewDocs
 from roarsearch.index.postings import FieldPostings
 from roarsearch.index.state import index_from_state, index_to_state
+from roarsearch.memory import MAPPINGS
 
 
 @pytest.mark.parametrize("block", [3, 1 << 16])
@@ -231,28 +235,38 @@ def _pack_tiny_merges(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_merges_written_packed_answer_like_raw_ones(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+@pytest.mark.parametrize("output", ["memory", "scratch file"])
+def test_merges_written_packed_answer_like_raw_ones(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seed: int,
+                                                     output: str) -> None:
     """Merges big enough to write their docs compressed (thresholds made tiny here) give the same tokens,
     bitmaps and occurrences as raw merges, keep nothing inflated, and stay exact when merged again,
-    saved and loaded, or upserted into."""
+    saved and loaded, or upserted into; written to memory (a collection in memory) or to a scratch
+    file (a durable one's folder: the output is then read through a mapping of that file)."""
     batches = _batches(seed, 400)
     monkeypatch.setattr(merges_module, "PACK_MERGED_TOKENS", 1 << 40)
     raw = Index()
     for batch in batches:
         raw.add_records(batch)
     _pack_tiny_merges(monkeypatch)
-    # Joining a packed column's parts hands freed pages back as it copies (every 20 bytes here).
+    # Joining a packed column's parts in memory hands freed pages back as it copies (every 20 bytes here).
     trims = []
-    monkeypatch.setattr(merges_module, "TRIM_COPIED_BYTES", 20)
-    monkeypatch.setattr(merges_module, "release_free_memory", lambda: trims.append(1))
+    monkeypatch.setattr(scratch_module, "TRIM_COPIED_BYTES", 20)
+    monkeypatch.setattr(scratch_module, "release_free_memory", lambda: trims.append(1))
     packed = Index()
+    if output == "scratch file":
+        packed.scratch.directory = str(tmp_path)
     for batch in batches:
         packed.add_records(batch)
-    assert trims
+    assert bool(trims) == (output == "memory")
+    assert not list(tmp_path.iterdir())  # scratch files have no name
     chunks = packed.postings["title"]._chunks
     packed_docs = [chunk._docs for chunk in chunks if isinstance(chunk._docs, LazyColumn)]
     assert packed_docs and not any(docs.ready.any() for docs in packed_docs)
     assert any(chunk.packed is not None for chunk in chunks)  # positions packed too
+    file_backed = [chunk for chunk in chunks if chunk.doc_sets is not None
+                   and isinstance(getattr(memoryview(chunk.doc_sets.data), "obj", None), mmap.mmap)
+                   and MAPPINGS.of_file(memoryview(chunk.doc_sets.data).obj)]
+    assert bool(file_backed) == (output == "scratch file")
     title = packed.postings["title"]
     term_ids = np.asarray(sorted(raw.lexicon.id_of(word) for word in ("star", "wars", "w3", "w17")), dtype=np.uint32)
     docs = np.asarray(sorted(range(0, 400, 3)), dtype=np.uint32)
