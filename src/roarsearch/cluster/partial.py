@@ -53,8 +53,12 @@ def field_sort_part(index: Index, field: str, doc: int, descending: bool, record
         return (2, 0)
     part: SortPart = (2, 0)
     if columns.values is not None:
-        docs, value_ids = columns.values.pairs()
-        lo, hi = np.searchsorted(docs, doc, side="left"), np.searchsorted(docs, doc, side="right")
+        dense = columns.values.dense_values()
+        if dense is not None:  # pair i is doc i
+            value_ids, lo, hi = dense, doc, min(doc + 1, dense.size)
+        else:
+            docs, value_ids = columns.values.pairs()
+            lo, hi = int(np.searchsorted(docs, doc, side="left")), int(np.searchsorted(docs, doc, side="right"))
         if hi > lo:
             folded = columns.values.folded
             keys = [(folded[value_id],) for value_id in value_ids[lo:hi].tolist()]

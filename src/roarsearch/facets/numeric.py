@@ -41,8 +41,7 @@ def _candidate_values(columns: FieldColumns, candidates: AbstractBitMap, masks: 
         docs = docs[: np.searchsorted(docs, dense.size)]  # docs past the array have no value
         values = dense[docs]
         return values[~np.isnan(values)], None
-    docs, values = columns.numeric.pairs()
-    selected_docs, selected = select_pairs(docs, values, candidates, masks)  # pairs are in doc order
+    selected_docs, selected = select_pairs(columns.numeric, candidates, masks)
     return selected, selected_docs
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap
 
 from roarsearch.index.bitmaps import DocMasks, array_from_bitmap, bitmap_from_array
-from roarsearch.index.columns import FieldColumns
+from roarsearch.index.columns import FieldColumns, NumericColumn, ValueColumn
 
 #: Candidate sets smaller than the field's pairs / GATHER_RATIO gather their values by binary
 #: search instead of masking (the mask costs a pass over every pair; gathering, a binary search
@@ -90,9 +90,16 @@ def gathers(candidate_count: int, pair_count: int) -> bool:
     return candidate_count < GATHER_THRESHOLD and candidate_count * GATHER_RATIO < pair_count
 
 
-def select_pairs(docs: np.ndarray, values: np.ndarray, candidates: AbstractBitMap,
+def select_pairs(column: NumericColumn | ValueColumn, candidates: AbstractBitMap,
                  masks: DocMasks | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs (``docs`` sorted ascending) whose doc is a candidate (``masks``: the request's)."""
+    """The column's (doc, value) pairs whose doc is a candidate, in doc order (``masks``: the
+    request's)."""
+    dense = column.dense_values()
+    if dense is not None:  # pair i is doc i: a gather
+        wanted = array_from_bitmap(candidates)
+        wanted = wanted[:np.searchsorted(wanted, dense.size)]
+        return wanted, dense[wanted]
+    docs, values = column.pairs()
     if docs.size == 0 or not candidates:
         return docs[:0], values[:0]
     if gathers(len(candidates), docs.size):
@@ -116,8 +123,8 @@ def string_counts(columns: FieldColumns, candidates: AbstractBitMap, masks: DocM
     """Per value id of the field's value column, the number of candidates holding it."""
     column = columns.values
     assert column is not None
-    docs, value_ids = column.pairs()
-    if (len(column.values) >= FEW_CANDIDATES_MIN_VALUES // 2 and docs.size == len(column.docs)
+    pairs = column.count
+    if (len(column.values) >= FEW_CANDIDATES_MIN_VALUES // 2 and pairs == len(column.docs)
             and len(candidates) <= DENSE_PER_VALUE * len(column.values)):
         # One value per doc (as many pairs as docs): the per-doc value ids, gathered and counted.
         wanted = array_from_bitmap(candidates)
@@ -126,13 +133,13 @@ def string_counts(columns: FieldColumns, candidates: AbstractBitMap, masks: DocM
         return np.bincount(held[held >= 0], minlength=len(column.values))
     few = (len(column.values) >= FEW_CANDIDATES_MIN_VALUES
            and len(candidates) <= FEW_CANDIDATES_PER_VALUE * len(column.values)
-           and gathers(len(candidates), docs.size))
+           and gathers(len(candidates), pairs))
     if (not few and len(column.values) <= PER_VALUE_LIMIT) or (
-            len(column.values) <= PER_VALUE_LIMIT_MANY_CANDIDATES and not gathers(len(candidates), docs.size)):
+            len(column.values) <= PER_VALUE_LIMIT_MANY_CANDIDATES and not gathers(len(candidates), pairs)):
         intersect = BitMap.intersection_cardinality
         return np.fromiter((intersect(bitmap, candidates) for bitmap in value_bitmaps(columns)),
                            dtype=np.int64, count=len(column.values))
-    _, selected = select_pairs(docs, value_ids, candidates, masks)
+    _, selected = select_pairs(column, candidates, masks)
     return np.bincount(selected, minlength=len(column.values))
 
 
@@ -170,8 +177,7 @@ def _number_entries(columns: FieldColumns, candidates: AbstractBitMap, limit: in
     """The best ``limit`` (-count, 0, number, JSON number, count) of the field's numbers."""
     if columns.numeric is None:
         return []
-    docs, numbers = columns.numeric.pairs()
-    selected_docs, selected = select_pairs(docs, numbers, candidates, masks)  # pairs are in doc order
+    selected_docs, selected = select_pairs(columns.numeric, candidates, masks)
     if not selected.size:
         return []
     if columns.numeric.multi_valued:

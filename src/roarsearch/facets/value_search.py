@@ -167,8 +167,7 @@ def _string_matches(columns: FieldColumns, candidates: AbstractBitMap, query: st
     """The best ``count`` (rank, -count, kind, order within kind, value, count) of the column's values."""
     column = columns.values
     assert column is not None
-    docs, value_ids = column.pairs()
-    _, selected = select_pairs(docs, value_ids, candidates)
+    _, selected = select_pairs(column, candidates)
     if not selected.size:
         return []
     hits = np.bincount(selected, minlength=len(column.values))
@@ -200,8 +199,7 @@ def _number_matches(columns: FieldColumns, candidates: AbstractBitMap, query: st
     """Numbers of the field whose spelling the query begins (or all of them for an empty query)."""
     if columns.numeric is None:
         return []
-    docs, numbers = columns.numeric.pairs()
-    selected_docs, selected = select_pairs(docs, numbers, candidates)
+    selected_docs, selected = select_pairs(columns.numeric, candidates)
     if not selected.size:
         return []
     # A record counts once per distinct number.

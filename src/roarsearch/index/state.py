@@ -336,6 +336,7 @@ def _numeric_from_state(saved: dict[str, Any]) -> NumericColumn:
                     else bitmap_from_array(docs))
     if "order" in saved:  # older snapshots: sorted on first use
         numeric.load_order(_array(saved["order"], np.uint32))
+    numeric.share_dense_pairs()
     return numeric
 
 
@@ -351,6 +352,7 @@ def _values_from_state(saved: dict[str, Any]) -> ValueColumn:
                          else _array(saved["first"], np.int64).astype(np.int32))
     values.docs = (BitMap.deserialize(saved["doc_bitmap"]) if "doc_bitmap" in saved
                    else bitmap_from_array(docs))
+    values.share_dense_pairs()
     return values
 
 
