@@ -124,16 +124,30 @@ def kept_mapping(mapping: mmap.mmap, of_file: bool = False) -> mmap.mmap:
     return MAPPINGS.keep(mapping, of_file)
 
 
+def mapping_under(buffer: object) -> mmap.mmap | None:
+    """The mapping ``buffer`` (a memoryview, or a numpy array over one) is a view of, if any."""
+    for _depth in range(8):
+        if isinstance(buffer, mmap.mmap):
+            return buffer
+        if isinstance(buffer, memoryview):
+            buffer = buffer.obj
+        else:
+            buffer = getattr(buffer, "base", None)  # a numpy array's
+            if buffer is None:
+                return None
+    return None
+
+
 def drop_file_pages(buffers: Iterable[object]) -> None:
-    """Let go of this process's resident pages of the file mappings that ``buffers`` (memoryviews)
-    are views of: a read faults them back in from the page cache, unchanged. For a pass that reads
+    """Let go of this process's resident pages of the file mappings that ``buffers`` (memoryviews,
+    numpy arrays) are views of: a read faults them back in from the page cache, unchanged. For a pass that reads
     a big mapped file once (a merge of chunks saved in a snapshot): otherwise all it read stays
     resident, as if held in memory. Anonymous mappings are left alone (dropping their pages
     would zero them)."""
     seen: set[int] = set()
     for buffer in buffers:
-        source = getattr(buffer, "obj", None)  # a memoryview's exporter
-        if isinstance(source, mmap.mmap) and id(source) not in seen and MAPPINGS.of_file(source):
+        source = mapping_under(buffer)
+        if source is not None and id(source) not in seen and MAPPINGS.of_file(source):
             seen.add(id(source))
             if hasattr(mmap, "MADV_DONTNEED") and not source.closed:
                 source.madvise(mmap.MADV_DONTNEED)

@@ -156,10 +156,11 @@ def untouched_array(count: int, dtype: type) -> np.ndarray:
 
 class LazyColumn:
     """A saved token column, inflated block by block as reads reach it: ``values`` is allocated
-    whole but its pages stay untouched (not resident) until a block is written into them."""
+    whole on the first inflated block, and its pages stay untouched (not resident) until a block
+    is written into them."""
 
-    __slots__ = ("values", "ready", "_ready", "missing", "data", "ends", "delta", "starts", "_bounds", "_whole",
-                 "_lock")
+    __slots__ = ("_values", "dtype", "count", "ready", "_ready", "missing", "data", "ends", "delta", "starts",
+                 "_bounds", "_whole", "_lock")
 
     def __init__(self, data: Buffer, ends: np.ndarray, count: int, dtype: type, delta: bool,
                  starts: np.ndarray | None = None) -> None:
@@ -176,7 +177,10 @@ class LazyColumn:
         #: Where each block starts, and then where the last one ends.
         self.starts = starts
         self._bounds: list[int] = starts.tolist() + [count]
-        self.values: np.ndarray = untouched_array(count, dtype)
+        self.dtype = np.dtype(dtype)
+        self.count = count
+        #: Allocated on the first block inflated (see :attr:`values`).
+        self._values: np.ndarray | None = None
         #: Which blocks are inflated: one byte each, read one at a time from ``_ready`` (a
         #: bytearray indexes without a numpy scalar) and many at once through ``ready``, its view.
         self._ready = bytearray(blocks)
@@ -187,6 +191,19 @@ class LazyColumn:
         self.ends = ends.astype(np.int64)
         self.delta = delta
         self._lock = threading.Lock()
+
+    @property
+    def values(self) -> np.ndarray:
+        """The column, allocated whole on first use but inflated only where blocks are ready. A
+        column no read has reached costs nothing: a load's chunks, handed over to the snapshot,
+        are many such (small ones would come from the heap, whose pages are resident)."""
+        values = self._values
+        if values is None:
+            with self._lock:
+                values = self._values
+                if values is None:
+                    values = self._values = untouched_array(self.count, self.dtype.type)
+        return values
 
     def _blocks_of(self, lo: int, hi: int) -> range:
         """The blocks holding values ``lo:hi`` (``hi > lo``): a binary search for the first, then
@@ -209,22 +226,25 @@ class LazyColumn:
             np.cumsum(target, dtype=target.dtype, out=target)
 
     def _inflate(self, block: int) -> None:
+        values = self.values  # (allocated under the lock taken below: not inside it)
         with self._lock:  # readers wanting the same block wait for it rather than inflate it twice
             if self._ready[block]:
                 return
-            self._inflate_into(block, self.values[self._bounds[block]:self._bounds[block + 1]])
+            self._inflate_into(block, values[self._bounds[block]:self._bounds[block + 1]])
             self._ready[block] = 1
             self.missing -= 1
 
     def read(self, lo: int, hi: int) -> np.ndarray:
         """Values ``lo:hi``, inflating the blocks not inflated yet into a temporary array rather
         than into ``values`` (a merge reads each token once: keeping them would undo the packing)."""
-        if not self.missing or hi <= lo:
+        if not self.missing:
             return self.values[lo:hi]
+        if hi <= lo:
+            return np.empty(0, dtype=self.dtype)
         blocks = self._blocks_of(lo, hi)
         bounds = self._bounds
         base = bounds[blocks.start]
-        out = np.empty(bounds[blocks.stop] - base, dtype=self.values.dtype)
+        out = np.empty(bounds[blocks.stop] - base, dtype=self.dtype)
         for block in blocks:
             start, end = bounds[block], bounds[block + 1]
             target = out[start - base:end - base]

@@ -19,6 +19,7 @@ from roarsearch.buffers import Buffer
 from roarsearch.index.bitmaps import array_from_bitmap
 from roarsearch.index.blocks import LazyColumn, block_starts, gather_index, pack_column
 from roarsearch.index.docsets import BUILD_SLAB_TOKENS, DocSets, DocSetsBuilder, term_slabs
+from roarsearch.scratch import ScratchSpace
 
 #: Positions are kept as uint16 in chunks whose positions all fit.
 _NARROW_LIMIT = 1 << 16
@@ -29,6 +30,10 @@ _EMPTY_U32 = np.empty(0, dtype=np.uint32)
 
 #: Term ranges a chunk remembers (:meth:`Chunk.range_of`): ~0.2 MB at most per chunk.
 REMEMBERED_RANGES = 1024
+
+
+#: A raw chunk of at least this many tokens is kept in a scratch file (:meth:`Chunk.spilled`).
+SPILL_MIN_TOKENS = 1 << 16
 
 
 class PackedTokens(NamedTuple):
@@ -183,14 +188,32 @@ class Chunk:
         positions = self._positions
         return positions.read(lo, hi) if isinstance(positions, LazyColumn) else positions[lo:hi]
 
-    def packed_buffers(self) -> list[Buffer]:
-        """The compressed bytes its lazy columns inflate from (views of a mapped file, once saved)."""
-        return [column.data for column in (self._docs, self._positions) if isinstance(column, LazyColumn)]
+    def column_buffers(self) -> list[Buffer | np.ndarray]:
+        """What its token columns are read from: a lazy column's compressed bytes, a raw column's
+        array (either may be a view of a mapped file: a snapshot, a scratch file)."""
+        return [column.data if isinstance(column, LazyColumn) else column for column in (self._docs, self._positions)]
+
+    def spilled(self, scratch: ScratchSpace) -> Chunk:
+        """This chunk with its raw token columns moved to a scratch file (:mod:`roarsearch.scratch`)
+        and read through a mapping of it; itself when the scratch space is memory, the columns are
+        not raw, or the chunk is too small to be worth a file. Between two snapshots of a bulk load,
+        each batch's raw chunks (6 bytes a token) waited in memory for a merge or the next snapshot:
+        at 10M records, most of the load's peak."""
+        docs, positions = self._docs, self._positions
+        if (scratch.directory is None or not isinstance(docs, np.ndarray) or not isinstance(positions, np.ndarray)
+                or docs.size < SPILL_MIN_TOKENS):
+            return self
+        docs, positions = np.ascontiguousarray(docs), np.ascontiguousarray(positions)
+        out = scratch.buffer()
+        out.append(docs.data)
+        out.append(positions.data)
+        data = np.frombuffer(out.finish(), dtype=np.uint8)
+        return Chunk(self.terms, self.starts, data[:docs.nbytes].view(np.uint32),
+                     data[docs.nbytes:].view(positions.dtype), end_doc=self.end_doc, doc_sets=self.doc_sets)
 
     @property
     def position_type(self) -> type:
-        positions = self._positions
-        return positions.values.dtype.type if isinstance(positions, LazyColumn) else positions.dtype.type
+        return self._positions.dtype.type
 
     def pack(self) -> PackedTokens:
         """The token columns compressed (a column kept compressed is saved as it is)."""

@@ -126,7 +126,7 @@ def merge_chunks(chunks: list[Chunk], scratch: ScratchSpace = IN_MEMORY) -> Chun
             index = np.arange(token_lo, token_hi, dtype=np.int64) + np.repeat(shift, lengths[first:last])
             docs[index] = chunk.read_docs(token_lo, token_hi)
             positions[index] = chunk.read_positions(token_lo, token_hi)
-    return Chunk(terms.astype(np.uint32), starts, docs, positions, end_doc=end_doc)
+    return Chunk(terms.astype(np.uint32), starts, docs, positions, end_doc=end_doc).spilled(scratch)
 
 
 class _BlockPacker:
@@ -197,7 +197,7 @@ def _merge_packed_in(pool: ThreadPoolExecutor, chunks: list[Chunk], terms: np.nd
     positions: np.ndarray = np.empty(0 if positions_out else total, dtype=position_type)
     bounds = np.searchsorted(starts, np.arange(0, total, PACKED_SLAB_TOKENS), side="right") - 1
     bounds = sorted_unique(np.append(bounds, terms.size))
-    inputs = [buffer for chunk in chunks for buffer in chunk.packed_buffers()]
+    inputs = [buffer for chunk in chunks for buffer in chunk.column_buffers()]
     read_since_drop = 0
     for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         if read_since_drop >= DROP_READ_TOKENS:

@@ -116,6 +116,7 @@ class FieldPostings:
 
     def _plan(self, chunk: Chunk) -> PostingsPlan:
         base, busy = self._chunks, self._busy
+        chunk = chunk.spilled(self.scratch)
         return base, busy, chunk, with_chunk(base, chunk, busy, self.scratch)
 
     def _set_chunks(self, chunks: list[Chunk]) -> list[Chunk]:

@@ -29,6 +29,7 @@ from roarsearch.index.index import Index
 from roarsearch.index.lexicon import Lexicon
 from roarsearch.index.postings import FieldPostings
 from roarsearch.index.vectors import VectorIndex
+from roarsearch.memory import drop_file_pages
 from roarsearch.schema import GEO_FIELD, check_geo_point, record_location
 
 INDEX_STATE_VERSION = 6
@@ -98,6 +99,7 @@ def index_to_state(index: Index, sort_orders: bool = True, saved_chunks: list[Sa
                            "doc_sets": doc_sets.data, "doc_set_offsets": _bytes(doc_sets.offsets.astype(np.uint64))})
             if saved_chunks is not None:
                 saved_chunks.append((chunk, chunks[-1], packed))
+            drop_file_pages(chunk.column_buffers())  # a raw chunk kept in a scratch file, read to pack it
         postings_state[path] = {"field_docs": postings.docs.serialize(), "chunks": chunks}
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():

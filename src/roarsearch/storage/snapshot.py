@@ -32,6 +32,7 @@ import msgpack
 
 from roarsearch.buffers import JoinedBuffers
 from roarsearch.errors import CorruptionError, StorageError
+from roarsearch.memory import drop_file_pages
 from roarsearch.storage import failpoints
 from roarsearch.storage.format import (
     READABLE_SNAPSHOT_MAGICS,
@@ -66,6 +67,8 @@ WALK_LIST_ITEMS = 64
 
 Buffer = bytes | bytearray | memoryview
 _BUFFER_TYPES = {bytes, bytearray}
+#: Items of a long list that make it walked item by item (see :func:`_pieces`).
+_WALKED_TYPES = {dict, list, tuple, memoryview, JoinedBuffers}
 
 
 def _bin_header(length: int) -> bytes:
@@ -145,9 +148,14 @@ def _pieces(value: Any, packer: msgpack.Packer, blobs: _Blobs | None = None) -> 
         else:
             for start in range(0, len(value), PACK_SLICE_ITEMS):
                 part = value[start:start + PACK_SLICE_ITEMS]
-                # A long list of binaries (bitmaps, say) is walked so its large items stay uncopied;
-                # the check runs at C speed (map over types and lengths), not per item in Python.
-                if set(map(type, part)) <= _BUFFER_TYPES and max(map(len, part)) >= DIRECT_WRITE_BYTES:
+                # A long list of binaries (bitmaps, say) is walked so its large items stay uncopied,
+                # and so is one holding containers or views, which may hold large binaries (a
+                # field's chunks: 232 at 10M records, each with its token blocks and doc sets,
+                # were packed whole into the snapshot's own buffer, copies of gigabytes); the
+                # checks run at C speed (map over types and lengths), not per item in Python.
+                kinds = set(map(type, part))
+                if (kinds & _WALKED_TYPES
+                        or (kinds <= _BUFFER_TYPES and max(map(len, part)) >= DIRECT_WRITE_BYTES)):
                     for item in part:
                         yield from _pieces(item, packer, blobs)
                 else:
@@ -204,15 +212,22 @@ def encode_with_blobs(state: Any, placements: dict[int, int] | None = None) -> I
     # spill-file mappings (one per batch), and dropping only the latest left the others resident.
     touched: dict[int, mmap.mmap] = {}
     for view in blobs.views:
-        yield view
         source = getattr(view, "obj", None)  # a memoryview's exporter; bytes have none
-        if isinstance(source, mmap.mmap):
-            touched[id(source)] = source
-            mapped_bytes += len(view)
+        if not isinstance(source, mmap.mmap):
+            yield view
+            continue
+        touched[id(source)] = source
+        # A slice at a time: one view can be most of a field's postings (hundreds of MB at 10M
+        # records), all of it resident by the end of a single write.
+        whole = memoryview(view).cast("B")
+        for start in range(0, len(whole), CHECK_SLICE_BYTES):
+            piece = whole[start:start + CHECK_SLICE_BYTES]
+            yield piece
+            mapped_bytes += len(piece)
             if mapped_bytes >= CHECK_SLICE_BYTES:
                 for mapping in touched.values():
                     _drop_mapped_pages(mapping)
-                touched.clear()
+                touched = {id(source): source}
                 mapped_bytes = 0
     for mapping in touched.values():
         _drop_mapped_pages(mapping)
@@ -220,10 +235,9 @@ def encode_with_blobs(state: Any, placements: dict[int, int] | None = None) -> I
 
 
 def _drop_mapped_pages(mapping: mmap.mmap) -> None:
-    """Let go of ``mapping``'s resident pages (a read-only file mapping: a later read faults them
-    back in from the page cache, unchanged)."""
-    if hasattr(mmap, "MADV_DONTNEED") and not mapping.closed:
-        mapping.madvise(mmap.MADV_DONTNEED)
+    """Let go of ``mapping``'s resident pages when it maps a file (read-only: a later read faults
+    them back in from the page cache, unchanged); an anonymous mapping is left alone."""
+    drop_file_pages([mapping])
 
 
 def write_snapshot(fs: FileSystem, path: str, state: dict[str, Any], placements: dict[int, int] | None = None) -> int:

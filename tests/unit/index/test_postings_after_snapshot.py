@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from roarsearch import Engine
+from roarsearch.index import chunks as chunks_module
 from roarsearch.index.blocks import LazyColumn
+from roarsearch.memory import MAPPINGS, mapping_under
 from roarsearch.storage import snapshot as snapshot_module
 
 WORDS = ("amber basil cedar delta ember fjord garnet harbor indigo juniper kelp lumen marble nectar "
@@ -62,8 +64,26 @@ def read_from_file(engine: Engine) -> list[bool]:
     return found
 
 
-def test_chunks_read_the_snapshot_file_and_answer_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def raw_in_scratch_files(engine: Engine) -> list[bool]:
+    """For every chunk still holding raw token columns: whether they are views of a file mapping."""
+    found = []
+    for postings in engine._collection("c").index.postings.values():
+        for chunk in postings._chunks:
+            if isinstance(chunk._docs, LazyColumn):
+                continue
+            mappings = [mapping_under(column) for column in (chunk._docs, chunk._positions)]
+            found.append(all(mapping is not None and MAPPINGS.of_file(mapping) for mapping in mappings))
+    return found
+
+
+@pytest.mark.parametrize("spill", [False, True])
+def test_chunks_read_the_snapshot_file_and_answer_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           spill: bool) -> None:
+    """``spill``: every raw chunk kept in a scratch file until the snapshot (a threshold of one
+    token here), else in memory (none reaches the real threshold)."""
     monkeypatch.setattr(snapshot_module, "DIRECT_WRITE_BYTES", 16)  # every buffer written apart, even small ones
+    if spill:
+        monkeypatch.setattr(chunks_module, "SPILL_MIN_TOKENS", 1)
     first, later = records(0, 3000, seed=1), records(3000, 1500, seed=2) + records(10, 40, seed=3)  # upserts too
     reference = Engine()
     for start in range(0, len(first), 500):
@@ -71,7 +91,10 @@ def test_chunks_read_the_snapshot_file_and_answer_the_same(tmp_path: Path, monke
     with Engine(tmp_path) as engine:
         for start in range(0, len(first), 500):
             engine.add_records("c", first[start:start + 500])
-        assert not all(read_from_file(engine))  # chunks built here: raw columns in memory
+        assert not all(read_from_file(engine))  # chunks built here: raw columns, not read from the snapshot
+        in_scratch = raw_in_scratch_files(engine)
+        assert in_scratch and (all(in_scratch) if spill else not any(in_scratch))
+        assert not list((tmp_path / "collections" / "c").glob("*scratch*"))  # scratch files have no name
         expected = answers(reference)
         assert answers(engine) == expected
         snapshot(engine)

@@ -146,3 +146,25 @@ def test_joined_buffers_read_back_as_one_value(tmp_path: Path) -> None:
     # Outside the blob layout they are one msgpack binary too.
     assert msgpack.unpackb(b"".join(map(bytes, encode_chunks(state)))) == {
         "small": b"abcde", "large": b"".join(large), "empty": b"", "after": [b"x" * DIRECT_WRITE_BYTES, 7]}
+
+
+@pytest.mark.parametrize("items", [3, 65, 300])
+def test_large_binaries_inside_long_lists_are_placed_not_copied(tmp_path: Path, items: int) -> None:
+    """A field's chunks are a list of maps, each with its large token blocks: however long the list
+    (a 10M-record load leaves hundreds of chunks in a field), every large binary inside it is
+    written from its own buffer into the blob region (its offset in ``placements``) rather than
+    packed into the snapshot's own buffer, and reads back equal. So are memoryviews in a long list."""
+    path = str(tmp_path / "snapshot.rsnap")
+    chunks = [{"packed_docs": bytes([n % 251]) * (DIRECT_WRITE_BYTES + n), "tokens": n, "small": b"s"}
+              for n in range(items)]
+    views = [memoryview(bytes([n % 251]) * (DIRECT_WRITE_BYTES + 1)) for n in range(items)]
+    state = {"postings": {"body": {"chunks": chunks}}, "views": views + [None]}
+    placements: dict[int, int] = {}
+    write_snapshot(FileSystem(), path, state, placements)
+    assert {id(chunk["packed_docs"]) for chunk in chunks} <= set(placements)
+    assert {id(view) for view in views} <= set(placements)
+    loaded = read_snapshot(FileSystem(), path)
+    assert [bytes(chunk["packed_docs"]) for chunk in loaded["postings"]["body"]["chunks"]] == [
+        chunk["packed_docs"] for chunk in chunks]
+    assert [bytes(view) for view in loaded["views"][:-1]] == [bytes(view) for view in views]
+    assert loaded["views"][-1] is None
