@@ -99,7 +99,9 @@ def index_to_state(index: Index, sort_orders: bool = True, saved_chunks: list[Sa
                            "doc_sets": doc_sets.data, "doc_set_offsets": _bytes(doc_sets.offsets.astype(np.uint64))})
             if saved_chunks is not None:
                 saved_chunks.append((chunk, chunks[-1], packed))
-            drop_file_pages(chunk.column_buffers())  # a raw chunk kept in a scratch file, read to pack it
+            # A raw chunk kept in a scratch file was read to pack it: its pages go (a chunk read
+            # from the snapshot packs nothing, and dropping that mapping would only cost queries).
+            drop_file_pages([buffer for buffer in chunk.column_buffers() if isinstance(buffer, np.ndarray)])
         postings_state[path] = {"field_docs": postings.docs.serialize(), "chunks": chunks}
     columns_state: dict[str, Any] = {}
     for path, columns in index.columns.items():
