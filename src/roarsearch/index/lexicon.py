@@ -262,12 +262,17 @@ class _PermutedTerms(Sequence[str]):
 
 class _TermRun:
     """Terms in sorted order and their ids: binary searches for the terms that begin with a
-    string. ``terms`` is a list or, loaded from a snapshot, a :class:`_PermutedTerms` view."""
+    string. ``terms`` is a list or, loaded from a snapshot, a :class:`_PermutedTerms` view, then
+    with ``keys``: each term's first 8 UTF-8 bytes as one big-endian integer (:func:`prefix_keys`),
+    in the same order. A search first narrows to the terms sharing the string's first 8 bytes
+    with one numpy search over the contiguous keys: a binary search over the view reads a term
+    scattered in memory at each of its ~20 steps (a fifth of a first-seen two-word search on
+    short records)."""
 
-    __slots__ = ("terms", "ids")
+    __slots__ = ("terms", "ids", "keys")
 
-    def __init__(self, terms: Sequence[str], ids: np.ndarray) -> None:
-        self.terms, self.ids = terms, ids
+    def __init__(self, terms: Sequence[str], ids: np.ndarray, keys: np.ndarray | None = None) -> None:
+        self.terms, self.ids, self.keys = terms, ids, keys
 
     @classmethod
     def of(cls, terms: list[str], ids: np.ndarray) -> _TermRun:
@@ -275,10 +280,31 @@ class _TermRun:
         order = sorted(range(len(terms)), key=terms.__getitem__)
         return cls([terms[i] for i in order], ids[np.asarray(order, dtype=np.int64)] if order else ids)
 
+    def _span(self, start: str, whole: bool = False) -> tuple[int, int]:
+        """Where the terms beginning with ``start`` may be (``whole``: where ``start`` itself may
+        be); every term without keys."""
+        keys = self.keys
+        head = start.encode("utf-8", "surrogatepass")[:_KEY_BYTES]
+        if keys is None or not head:
+            return 0, len(self.terms)
+        low = int.from_bytes(head.ljust(_KEY_BYTES, b"\x00"), "big")
+        # Below 2^64 - 1 (no UTF-8 lead byte is 0xff), so one more is still a uint64.
+        high = low if whole else int.from_bytes(head.ljust(_KEY_BYTES, b"\xff"), "big")
+        lo, hi = keys.searchsorted(np.array((low, high + 1), dtype=np.uint64)).tolist()
+        return lo, hi
+
     def bounds(self, start: str) -> tuple[int, int]:
         terms = self.terms
-        first = bisect.bisect_left(terms, start)
-        return first, bisect.bisect_left(terms, start + "\U0010ffff", first)
+        lo, hi = self._span(start)
+        first = bisect.bisect_left(terms, start, lo, hi)
+        return first, bisect.bisect_left(terms, start + "\U0010ffff", first, hi)
+
+    def position_of(self, term: str) -> int:
+        """Where ``term`` is in the run (-1 when absent)."""
+        terms = self.terms
+        lo, hi = self._span(term, whole=True)
+        position = bisect.bisect_left(terms, term, lo, hi)
+        return position if position < hi and terms[position] == term else -1
 
     def ids_from(self, start: str) -> np.ndarray:
         """Ids of the terms that begin with ``start`` (in term order)."""
@@ -300,6 +326,34 @@ class _TermRun:
             letters.append(letter)
             lo = bisect.bisect_left(terms, start + letter + "\U0010ffff", lo, hi)
         return letters
+
+
+#: How many leading UTF-8 bytes of a term its prefix key holds (:func:`prefix_keys`).
+_KEY_BYTES = 8
+
+
+def prefix_keys(joined: bytes, skip_first_letter: bool = False) -> np.ndarray:
+    """Each NUL-separated term of ``joined`` (UTF-8) as its first 8 bytes (NUL-padded) read as one
+    big-endian uint64, in the terms' order; ``skip_first_letter``: of the terms without their
+    first letter. Keys order as the terms do (UTF-8 byte order is code point order, and a term
+    has no NUL), so a sorted run's keys are ascending."""
+    size = len(joined)
+    padded = np.frombuffer(joined + bytes(_KEY_BYTES), dtype=np.uint8)
+    separators = np.flatnonzero(padded[:size] == 0)
+    starts = np.concatenate((np.zeros(1, dtype=np.int64), separators + 1))
+    ends = np.append(separators, size)
+    if skip_first_letter:  # a UTF-8 lead byte says how many bytes its letter takes
+        lead = padded[starts]
+        letter_bytes = 1 + (lead >= 0xC0).astype(np.int64) + (lead >= 0xE0) + (lead >= 0xF0)
+        starts = np.minimum(starts + letter_bytes, ends)
+    lengths = ends - starts
+    keys = np.zeros(starts.size, dtype=np.uint64)
+    for offset in range(_KEY_BYTES):
+        byte = padded[starts + offset].astype(np.uint64)
+        byte[lengths <= offset] = 0
+        keys <<= np.uint64(8)
+        keys |= byte
+    return keys
 
 
 _EMPTY_RUN = _TermRun([], np.empty(0, dtype=np.uint32))
@@ -385,10 +439,8 @@ class Lexicon:
             return ids.get(term)
         # Loaded and not written since: the saved sorted view holds every term.
         run = self._by_term[0]
-        position = bisect.bisect_left(run.terms, term)
-        if position < len(run.terms) and run.terms[position] == term:
-            return int(run.ids[position])
-        return None
+        position = run.position_of(term)
+        return int(run.ids[position]) if position >= 0 else None
 
     def _id_map(self) -> dict[str, int]:
         ids = self._ids
@@ -586,10 +638,14 @@ class Lexicon:
             deletion_keys, deletion_ids = self._deletions.whole()
             trigram_keys, trigram_ids = self._trigrams.whole()
         sorted_ids, tail_ids = self.sorted_order()
+        joined = "\x00".join(self._terms)
+        encoded = joined.encode("utf-8", "surrogatepass")
         return {
             "sorted_ids": sorted_ids.tobytes(), "tail_ids": tail_ids.tobytes(),
+            "sorted_keys": prefix_keys(encoded)[sorted_ids].tobytes() if self._terms else b"",
+            "tail_keys": prefix_keys(encoded, skip_first_letter=True)[tail_ids].tobytes() if self._terms else b"",
             "key_scheme": KEY_SCHEME,
-            "terms": "\x00".join(self._terms),
+            "terms": joined,
             "count": len(self._terms),
             "deletion_keys": deletion_keys.tobytes(), "deletion_ids": deletion_ids.tobytes(),
             "trigram_keys": trigram_keys.tobytes(), "trigram_ids": trigram_ids.tobytes(),
@@ -612,10 +668,21 @@ class Lexicon:
             sorted_ids = np.frombuffer(state["sorted_ids"], dtype=np.uint32).copy()
             tail_ids = np.frombuffer(state["tail_ids"], dtype=np.uint32).copy()
             if sorted_ids.size == tail_ids.size == len(terms):
-                lexicon._by_term = (_TermRun(_PermutedTerms(terms, sorted_ids), sorted_ids), _EMPTY_RUN)
-                lexicon._by_tail = (_TermRun(_PermutedTerms(terms, tail_ids, skip=1), tail_ids), _EMPTY_RUN)
+                sorted_keys, tail_keys = (_saved_keys(state.get(name), len(terms)) for name in ("sorted_keys", "tail_keys"))
+                lexicon._by_term = (_TermRun(_PermutedTerms(terms, sorted_ids), sorted_ids, sorted_keys), _EMPTY_RUN)
+                lexicon._by_tail = (_TermRun(_PermutedTerms(terms, tail_ids, skip=1), tail_ids, tail_keys), _EMPTY_RUN)
                 lexicon._sorted_upto = len(terms)
         if lexicon._sorted_upto != len(terms):
             lexicon._ids = dict(zip(terms, range(len(terms))))
         return lexicon
 
+
+def _saved_keys(saved: Any, count: int) -> np.ndarray | None:
+    """A saved run's prefix keys (a view of the snapshot); None when absent (older snapshots: the
+    run is searched without them) or not one per term."""
+    if saved is None:
+        return None
+    keys = np.frombuffer(saved, dtype=np.uint64)
+    if keys.size != count:
+        return None
+    return keys if keys.flags.aligned else keys.copy()  # numpy copies an unaligned array at every search
