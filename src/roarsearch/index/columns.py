@@ -37,7 +37,8 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.normalize import fold_many
-from roarsearch.index.bitmaps import EMPTY, GrowableArray, array_from_bitmap, bitmap_from_array, sorted_unique, union_all
+from roarsearch.index.bitmaps import (DENSE_MASK_SHARE, EMPTY, GrowableArray, array_from_bitmap, bitmap_from_array,
+                                      bitmap_from_mask, sorted_unique, union_all)
 from roarsearch.index.cache import IndexCache
 
 #: Longer strings are searchable text but not exact values (no facet value, no equality filter):
@@ -393,6 +394,8 @@ class NumericColumn:
             # Most of ``within`` passes: building the bitmap of the few that fail (a bitmap costs
             # per doc put in it) and taking them out is cheaper. Docs past the column have no value.
             return within - bitmap_from_array(np.concatenate((candidates[~inside], docs[docs >= self.minimum.data.size])))
+        if candidates is None and np.count_nonzero(inside) >= inside.size * DENSE_MASK_SHARE:
+            return bitmap_from_mask(inside)  # a wide range: the mask packed to roaring's containers
         # No np.unique: the bitmap takes the doc-sorted candidates (a multi-valued doc repeated) as they are.
         selected = np.flatnonzero(inside) if candidates is None else candidates[inside]
         return bitmap_from_array(selected)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from pyroaring import AbstractBitMap
 
-from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array
+from roarsearch.index.bitmaps import array_from_bitmap, bitmap_from_array, contains_each
 from roarsearch.index.docstore import DocStore
 from roarsearch.index.index import Index
 from roarsearch.query.geo import GEO_DISTANCE_FIELD
@@ -133,14 +133,13 @@ def _presorted_docs(index: Index, candidates: AbstractBitMap, keys: tuple[SortKe
         # Few candidates: the walk would test about ``wanted * pairs / candidates`` docs one by one,
         # more than keying every candidate at once costs.
         return None
-    contains = candidates.__contains__
     chosen: dict[int, None] = {}
     cut_value = None
     # Steps grow from a few times the page: a selective filter reads further, a loose one (most
     # browse pages) stops after a few hundred membership tests instead of a whole step's.
     for chunk_values, chunk_docs in _value_order_chunks(runs.runs(), keys[0].descending,
                                                         min(max(4 * wanted, 64), PRESORTED_CHUNK)):
-        keep = np.fromiter(map(contains, chunk_docs.tolist()), dtype=bool, count=chunk_docs.size)
+        keep = contains_each(candidates, chunk_docs)
         for doc, value in zip(chunk_docs[keep].tolist(), chunk_values[keep].tolist()):
             if cut_value is not None and value != cut_value:
                 return np.sort(np.fromiter(chosen, dtype=np.uint32, count=len(chosen)))
