@@ -37,8 +37,16 @@ import numpy as np
 from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from roarsearch.analysis.normalize import fold_many
-from roarsearch.index.bitmaps import (DENSE_MASK_SHARE, EMPTY, GrowableArray, array_from_bitmap, bitmap_from_array,
-                                      bitmap_from_mask, sorted_unique, union_all)
+from roarsearch.index.bitmaps import (
+    DENSE_MASK_SHARE,
+    EMPTY,
+    GrowableArray,
+    array_from_bitmap,
+    bitmap_from_array,
+    bitmap_from_mask,
+    sorted_unique,
+    union_all,
+)
 from roarsearch.index.cache import IndexCache
 
 #: Longer strings are searchable text but not exact values (no facet value, no equality filter):

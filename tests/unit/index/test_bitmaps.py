@@ -22,8 +22,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyroaring import BitMap, FrozenBitMap
 
-from roarsearch.index.bitmaps import (CONTAINS_EACH_MIN, SORT_BEFORE_BUILD, bitmap_from_array, bitmap_from_mask,
-                                      contains_each, sorted_unique, union_all)
+from roarsearch.index.bitmaps import (
+    CONTAINS_EACH_MIN,
+    SORT_BEFORE_BUILD,
+    bitmap_from_array,
+    bitmap_from_mask,
+    contains_each,
+    sorted_unique,
+    union_all,
+)
 
 
 @given(values=st.lists(st.integers(0, 2**32 - 1), max_size=300),
