@@ -314,10 +314,17 @@ def _behind_searches() -> None:
         pass
 
 
-def run_in_background(task: Callable[[], None]) -> Future[None]:
-    """Run ``task`` in the process's one merge thread (merges queue: one core for merging)."""
+def run_in_background(task: Callable[[], None]) -> Future[None] | None:
+    """Run ``task`` in the process's one merge thread (merges queue: one core for merging).
+
+    None when the interpreter is exiting: thread pools then refuse new work, and a program that
+    ends without closing its engine may still have a settle timer fire. The chunks stay as they
+    are (they answer the same), where the refusal used to end that thread with a traceback."""
     global _merge_pool
     with _merge_pool_lock:
         if _merge_pool is None:
             _merge_pool = ThreadPoolExecutor(1, thread_name_prefix="roarsearch-merge", initializer=_behind_searches)
-        return _merge_pool.submit(task)
+        try:
+            return _merge_pool.submit(task)
+        except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+            return None

@@ -302,6 +302,26 @@ def test_a_merge_still_running_while_the_interpreter_exits_packs_in_its_own_thre
     assert answers(exiting) == answers(raw)
 
 
+def test_merges_asked_for_while_the_interpreter_exits_are_left_undone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A settle timer firing while a program exits without closing its engine: the merge it asks
+    for is refused by the pools, and the chunks stay as they are, without an exception in that
+    thread (it printed a traceback at exit) and without a merge counted as pending."""
+    import concurrent.futures.thread as pool_module
+
+    monkeypatch.setattr(merges_module, "MERGE_FACTOR", 1 << 30)  # no tier merge: a chunk per batch
+    index, twin = Index(), Index()
+    for batch in _batches(3, 300):
+        index.add_records(batch)
+        twin.add_records(batch)
+    assert index.postings["title"].chunk_count() >= 2
+    monkeypatch.setattr(pool_module, "_shutdown", True)
+    assert merges_module.run_in_background(lambda: None) is None
+    index.end_bulk_load(settle=True)
+    assert not index.merging()
+    assert index.postings["title"].chunk_count() >= 2
+    assert answers(index) == answers(twin)
+
+
 def test_large_lazy_columns_get_ordinary_pages_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
     """A column inflated block by block must not sit in numpy's huge-page-advised memory (a first
     write into each 2 MiB page stalled first-seen queries for milliseconds): past
