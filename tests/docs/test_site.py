@@ -35,7 +35,7 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     for name in ("roarsearch.engine.engine.Engine.search", "roarsearch.errors.SearchError", "roarsearch.datasets.load_movies"):
         assert f'id="{name}"' in api, name
-    assert (tmp_path / "site" / "benchmarks" / "results" / "latency-1m-places-latency.png").exists()
+    assert (tmp_path / "site" / "benchmarks" / "results" / "scaling-packages.png").exists()
 
 
 def test_strict_build_fails_on_broken_links_and_pages_left_out(tmp_path: Path) -> None:
