@@ -208,7 +208,7 @@ class Chunk:
         out.append(docs.data)
         out.append(positions.data)
         data = np.frombuffer(out.finish(), dtype=np.uint8)
-        return Chunk(self.terms, self.starts, data[:docs.nbytes].view(np.uint32),
+        return Chunk(self.terms, self.starts, data[:docs.nbytes].view(docs.dtype),
                      data[docs.nbytes:].view(positions.dtype), end_doc=self.end_doc, doc_sets=self.doc_sets)
 
     @property

@@ -284,9 +284,9 @@ class _TermRun:
         """Where the terms beginning with ``start`` may be (``whole``: where ``start`` itself may
         be); every term without keys."""
         keys = self.keys
-        head = start.encode("utf-8", "surrogatepass")[:_KEY_BYTES]
-        if keys is None or not head:
+        if keys is None or not start:  # (a run without keys: no encoding per lookup)
             return 0, len(self.terms)
+        head = start.encode("utf-8", "surrogatepass")[:_KEY_BYTES]
         low = int.from_bytes(head.ljust(_KEY_BYTES, b"\x00"), "big")
         # Below 2^64 - 1 (no UTF-8 lead byte is 0xff), so one more is still a uint64.
         high = low if whole else int.from_bytes(head.ljust(_KEY_BYTES, b"\xff"), "big")
